@@ -1,0 +1,10 @@
+# Sourced by the scripts beside it: where builds and tools live, outside the clone, so a second
+# run on the same machine is warm.
+VRAMLAB_CACHE="${VRAMLAB_CACHE:-$HOME/.cache/vramlab}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$VRAMLAB_CACHE/target}"
+export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
+export PATH="$CARGO_HOME/bin:$PATH"
+# Mesa's loader warns when this is unset; give it a private one.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$VRAMLAB_CACHE/xdg-runtime}"
+mkdir -p "$VRAMLAB_CACHE" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true

@@ -1,0 +1,92 @@
+//! Command-line flags (clap) and their second stage: a validated [`RunConfig`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use vramlab::engine::config::MemorySampling;
+use vramlab::engine::overrides::apply_overrides;
+use vramlab::engine::presets::{DEFAULT_PRESET, preset};
+use vramlab::engine::{ConfigError, RunConfig};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vramlab",
+    version,
+    about = "Train a real model on the GPU and measure what each memory-saving trick does",
+    long_about = "Train a real model on the GPU (burn on wgpu: Vulkan, Metal, DX12) and record \
+                  what the allocator holds after every phase of every step, beside an analytic \
+                  prediction. With no command, trains the default preset and prints the summary."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Train one experiment and report its memory, loss and speed.
+    Train(TrainArgs),
+    /// List the embedded presets, one line each.
+    Presets,
+    /// Benchmark: ms/step with per-phase vs per-step allocator readings, same run side by side.
+    BenchSampling(TrainArgs),
+}
+
+#[derive(Args, Debug, Default)]
+pub struct TrainArgs {
+    /// A named preset (see `vramlab presets`).
+    #[arg(long, conflicts_with = "config")]
+    pub preset: Option<String>,
+    /// A JSON config file; fields left out take their defaults.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub overrides: Vec<String>,
+    /// Number of training steps (same as --set steps=N).
+    #[arg(long)]
+    pub steps: Option<usize>,
+    /// When to read the allocator: after each phase, or once per step (cheaper).
+    #[arg(long, value_enum)]
+    pub sampling: Option<SamplingArg>,
+    /// Write timeline.json, timeline.csv and memory.svg into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the summary as one JSON object on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum SamplingArg {
+    Phase,
+    Step,
+}
+
+impl TrainArgs {
+    /// Preset or file, then `--set`s in order, then the dedicated flags; validated.
+    pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
+        let base = match (&self.preset, &self.config) {
+            (_, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|err| {
+                    ConfigError::invalid("--config", format!("{}: {err}", path.display()))
+                })?;
+                RunConfig::from_json(&text)?
+            }
+            (Some(name), None) => preset(name)?,
+            (None, None) => preset(DEFAULT_PRESET)?,
+        };
+        let mut config = apply_overrides(base, self.overrides.iter().map(String::as_str))?;
+        if let Some(steps) = self.steps {
+            config.steps = steps;
+        }
+        if let Some(sampling) = self.sampling {
+            config.memory_sampling = match sampling {
+                SamplingArg::Phase => MemorySampling::Phase,
+                SamplingArg::Step => MemorySampling::Step,
+            };
+        }
+        config.validate()?;
+        Ok(config)
+    }
+}

@@ -1,0 +1,55 @@
+//! `vramlab bench-sampling`: what reading the allocator costs. Trains the same config twice in
+//! one process, once reading after every phase and once per step, and prints ms/step side by
+//! side with their ratio. A benchmark that prints, not a timed test.
+
+use vramlab::engine::config::MemorySampling;
+use vramlab::engine::{self, Gpu, RunConfig};
+
+use crate::report::mib;
+
+pub fn sampling_cost(gpu: &Gpu, base: &RunConfig) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    // Each mode once untimed first: the two modes fuse differently, so each compiles its own
+    // kernels on first use, and that must not land in either timed run.
+    for timed in [false, true] {
+        for sampling in [MemorySampling::Phase, MemorySampling::Step] {
+            let mut config = base.clone();
+            config.memory_sampling = sampling;
+            config.eval_every = 0;
+            if !timed {
+                config.steps = config.steps.min(5);
+            }
+            let summary = pollster::block_on(engine::train(config, gpu, |_| {}))?.summary;
+            if timed {
+                rows.push((sampling, summary));
+            }
+        }
+    }
+    println!(
+        "{}: {} steps, batch {}",
+        base.name, base.steps, base.batch_size
+    );
+    println!(
+        "{:<8} {:>12} {:>16} {:>18}",
+        "sampling", "ms/step", "peak in use MiB", "readings per step"
+    );
+    for (sampling, summary) in &rows {
+        println!(
+            "{:<8} {:>12.2} {:>16.2} {:>18}",
+            format!("{sampling:?}").to_lowercase(),
+            summary.median_step_ms,
+            mib(summary.peak_in_use_bytes),
+            if *sampling == MemorySampling::Phase {
+                4
+            } else {
+                1
+            }
+        );
+    }
+    let (phase, step) = (&rows[0].1, &rows[1].1);
+    println!(
+        "ratio phase/step: {:.2}x ms/step",
+        phase.median_step_ms / step.median_step_ms.max(1e-9)
+    );
+    Ok(())
+}

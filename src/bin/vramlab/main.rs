@@ -1,0 +1,96 @@
+//! `vramlab`: the native front. Parses flags, hands a validated config to the engine, shows
+//! progress, and writes or prints what the engine measured.
+
+mod args;
+mod bench;
+mod files;
+mod progress;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use vramlab::engine::{self, ConfigError, EngineError};
+
+use args::{Cli, Command, TrainArgs};
+
+/// Exit codes: 0 ok, 2 bad config or arguments, 1 anything else.
+const EXIT_BAD_INPUT: u8 = 2;
+const EXIT_FAILURE: u8 = 1;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(EXIT_BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        None => train(&TrainArgs::default()),
+        Some(Command::Train(args)) => train(&args),
+        Some(Command::BenchSampling(args)) => bench_sampling(&args),
+        Some(Command::Presets) => {
+            for preset in engine::presets::PRESETS {
+                println!("{}", engine::presets::describe(preset));
+            }
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("vramlab: {err:#}");
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+fn exit_code(err: &anyhow::Error) -> u8 {
+    let bad_input = err.downcast_ref::<ConfigError>().is_some()
+        || matches!(
+            err.downcast_ref::<EngineError>(),
+            Some(EngineError::Config(_))
+        );
+    if bad_input {
+        EXIT_BAD_INPUT
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {
+    let config = args.resolve()?;
+    let gpu = pollster::block_on(engine::acquire())?;
+    bench::sampling_cost(&gpu, &config)
+}
+
+fn train(args: &TrainArgs) -> anyhow::Result<()> {
+    let config = args.resolve()?;
+    let gpu = pollster::block_on(engine::acquire())?;
+    let progress = progress::Progress::new(config.steps);
+    let timeline = pollster::block_on(engine::train(config, &gpu, |outcome| {
+        progress.update(outcome)
+    }));
+    progress.finish();
+    let timeline = timeline?;
+    if let Some(dir) = &args.out {
+        files::write_all(dir, &timeline)?;
+    }
+    if args.json {
+        report::print_json(&timeline.summary)?;
+    } else {
+        report::print_table(&timeline.summary);
+        if let Some(dir) = &args.out {
+            println!(
+                "wrote {0}/timeline.json, {0}/timeline.csv, {0}/memory.svg",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! The summary as a table for people, or as one JSON object for programs.
+
+use vramlab::engine::memory::Phase;
+use vramlab::engine::train::Summary;
+
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+pub fn print_table(summary: &Summary) {
+    let loss = |l: Option<f32>| l.map_or("-".to_string(), |v| format!("{v:.4}"));
+    let rows: Vec<(String, String)> = vec![
+        ("run".into(), summary.name.clone()),
+        (
+            "adapter".into(),
+            format!(
+                "{} ({}, shader-f16 {})",
+                summary.adapter.name,
+                summary.adapter.backend,
+                if summary.adapter.shader_f16 {
+                    "yes"
+                } else {
+                    "no"
+                }
+            ),
+        ),
+        ("parameters".into(), summary.params.to_string()),
+        ("steps".into(), summary.steps.to_string()),
+        (
+            "loss first -> final".into(),
+            format!(
+                "{} -> {}",
+                loss(summary.first_loss),
+                loss(summary.final_loss)
+            ),
+        ),
+        (
+            "test accuracy".into(),
+            summary.eval_accuracy.map_or("-".into(), |a| {
+                format!("{:.1}% (loss {})", a * 100.0, loss(summary.eval_loss))
+            }),
+        ),
+        (
+            "peak in use (measured)".into(),
+            format!("{:.2} MiB", mib(summary.peak_in_use_bytes)),
+        ),
+        (
+            "peak reserved (measured)".into(),
+            format!("{:.2} MiB", mib(summary.peak_reserved_bytes)),
+        ),
+        (
+            "predicted peak (estimate)".into(),
+            format!("{:.2} MiB", mib(summary.predicted_peak_bytes)),
+        ),
+        (
+            "predicted split (estimate)".into(),
+            format!(
+                "params {:.2} / grads {:.2} / optimizer {:.2} / activations {:.2} MiB",
+                mib(summary.predicted.params),
+                mib(summary.predicted.grads),
+                mib(summary.predicted.optimizer_state),
+                mib(summary.predicted.activations)
+            ),
+        ),
+        (
+            "peak in use by phase".into(),
+            Phase::ALL
+                .iter()
+                .filter_map(|p| {
+                    summary
+                        .peak_in_use_by_phase
+                        .get(p)
+                        .map(|b| format!("{} {:.2}", p.name(), mib(*b)))
+                })
+                .collect::<Vec<_>>()
+                .join(" / ")
+                + " MiB",
+        ),
+        (
+            "ms/step (median, first)".into(),
+            format!(
+                "{:.1} ms, {:.0} ms",
+                summary.median_step_ms, summary.first_step_ms
+            ),
+        ),
+        (
+            "memory sampling".into(),
+            format!(
+                "{:?}: peak is the {}",
+                summary.memory_sampling, summary.peak_is
+            )
+            .to_lowercase(),
+        ),
+    ];
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (key, value) in rows {
+        println!("{key:<width$}  {value}");
+    }
+}
+
+pub fn print_json(summary: &Summary) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string(summary)?);
+    Ok(())
+}

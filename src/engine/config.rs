@@ -1,0 +1,291 @@
+//! The experiment configuration: one serde struct that the CLI, the presets and (later) the
+//! page's URL state all read and write.
+//!
+//! Field names are a contract: `--set model.hidden=[128,128]`, the JSON files and the URL use them.
+//! Every field has a default so a partial JSON file is a complete config; validation then checks
+//! each field against its allowed range and names the field when it refuses one.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::ConfigError;
+
+/// Upper bounds shared by validation and documentation. Chosen so that no single tensor of a
+/// valid config can exceed what lavapipe (about 128 MiB per buffer) or a browser can allocate
+/// before the memory budget (a later feature) gets a say.
+pub mod limits {
+    pub const BATCH_SIZE: (usize, usize) = (1, 65_536);
+    pub const STEPS: (usize, usize) = (1, 1_000_000);
+    pub const SAMPLES: (usize, usize) = (16, 1_000_000);
+    pub const SEQ_LEN: (usize, usize) = (2, 256);
+    pub const VOCAB: (usize, usize) = (2, 256);
+    pub const WIDTH: (usize, usize) = (1, 8192);
+    pub const LAYERS: (usize, usize) = (1, 16);
+    pub const HIDDEN_LAYERS: (usize, usize) = (0, 16);
+    pub const HEADS: (usize, usize) = (1, 64);
+    pub const CHANNELS: (usize, usize) = (1, 512);
+    pub const LEARNING_RATE: (f64, f64) = (1e-7, 10.0);
+    pub const NOISE: (f64, f64) = (0.0, 1.0);
+    pub const TEST_FRACTION: (f64, f64) = (0.05, 0.9);
+}
+
+/// One experiment: what to train, on what, how, and what to record.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// A label for reports; presets use their own name.
+    pub name: String,
+    pub data: DataConfig,
+    pub model: ModelConfig,
+    pub optimizer: OptimizerKind,
+    pub learning_rate: f64,
+    /// Training samples per optimizer step.
+    pub batch_size: usize,
+    /// Samples per forward pass while evaluating the test split.
+    pub eval_batch_size: usize,
+    pub steps: usize,
+    /// Evaluate on the test split every this many steps (0: only once, at the end).
+    pub eval_every: usize,
+    pub seed: u64,
+    /// When to read the allocator: after every phase (exact per-phase picture, breaks fusion
+    /// across phases) or once per step (cheap).
+    pub memory_sampling: MemorySampling,
+    /// The memory-saving strategies; each later feature adds its field here.
+    pub strategies: Strategies,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            name: "custom".into(),
+            data: DataConfig::default(),
+            model: ModelConfig::default(),
+            optimizer: OptimizerKind::Adam,
+            learning_rate: 0.01,
+            batch_size: 256,
+            eval_batch_size: 512,
+            steps: 100,
+            eval_every: 50,
+            seed: 42,
+            memory_sampling: MemorySampling::Phase,
+            strategies: Strategies::default(),
+        }
+    }
+}
+
+/// The data set and its generator's knobs. Fields that a kind does not use are ignored.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataConfig {
+    pub kind: DataKind,
+    /// Generated samples (train + test); ignored for `digits`, which has 1,797.
+    pub samples: usize,
+    /// Noise of the 2-D sets, as a fraction of the playground's maximum.
+    pub noise: f64,
+    /// Fraction of the samples held out for evaluation.
+    pub test_fraction: f64,
+    /// Tokens per input sequence (the model sees twice this: the sequence, then as many queries).
+    pub seq_len: usize,
+    /// Distinct tokens of the sequence tasks.
+    pub vocab: usize,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        Self {
+            kind: DataKind::Spiral,
+            samples: 4096,
+            noise: 0.1,
+            test_fraction: 0.25,
+            seq_len: 8,
+            vocab: 8,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DataKind {
+    Circle,
+    Xor,
+    Gauss,
+    Spiral,
+    Digits,
+    Copy,
+    Reverse,
+    Sort,
+}
+
+impl DataKind {
+    pub const ALL: [DataKind; 8] = [
+        Self::Circle,
+        Self::Xor,
+        Self::Gauss,
+        Self::Spiral,
+        Self::Digits,
+        Self::Copy,
+        Self::Reverse,
+        Self::Sort,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Circle => "circle",
+            Self::Xor => "xor",
+            Self::Gauss => "gauss",
+            Self::Spiral => "spiral",
+            Self::Digits => "digits",
+            Self::Copy => "copy",
+            Self::Reverse => "reverse",
+            Self::Sort => "sort",
+        }
+    }
+
+    /// What shape of input the data set hands a model.
+    pub fn input_kind(self) -> InputKind {
+        match self {
+            Self::Circle | Self::Xor | Self::Gauss | Self::Spiral => InputKind::Points,
+            Self::Digits => InputKind::Images,
+            Self::Copy | Self::Reverse | Self::Sort => InputKind::Tokens,
+        }
+    }
+}
+
+/// The three input families; models declare which they accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// 2-D points, `[batch, 2]`.
+    Points,
+    /// 8x8 grey images, `[batch, 1, 8, 8]` (an MLP sees them flattened).
+    Images,
+    /// Token sequences, `[batch, 2 * seq_len]`.
+    Tokens,
+}
+
+/// The model and its sizes. Fields that a kind does not use are ignored.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    pub kind: ModelKind,
+    /// MLP: widths of the hidden layers; CNN: width of the hidden dense layer (first entry).
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    /// CNN: output channels of its two 3x3 convolutions.
+    pub channels: Vec<usize>,
+    /// GRU/LSTM: hidden size (and embedding size); transformer: model width.
+    pub width: usize,
+    /// Transformer: encoder layers.
+    pub layers: usize,
+    /// Transformer: attention heads (must divide `width`).
+    pub heads: usize,
+    /// Transformer: width of the feed-forward block.
+    pub ff: usize,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            kind: ModelKind::Mlp,
+            hidden: vec![256, 256],
+            activation: Activation::Relu,
+            channels: vec![16, 32],
+            width: 64,
+            layers: 2,
+            heads: 4,
+            ff: 128,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    Mlp,
+    Cnn,
+    Gru,
+    Lstm,
+    Transformer,
+}
+
+impl ModelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mlp => "mlp",
+            Self::Cnn => "cnn",
+            Self::Gru => "gru",
+            Self::Lstm => "lstm",
+            Self::Transformer => "transformer",
+        }
+    }
+
+    /// The input families this model can take.
+    pub fn accepts(self, input: InputKind) -> bool {
+        match self {
+            Self::Mlp => matches!(input, InputKind::Points | InputKind::Images),
+            Self::Cnn => input == InputKind::Images,
+            Self::Gru | Self::Lstm | Self::Transformer => input == InputKind::Tokens,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    Relu,
+    Tanh,
+    Sigmoid,
+    Gelu,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerKind {
+    /// Plain SGD: no state.
+    Sgd,
+    /// SGD with momentum 0.9: one velocity per parameter.
+    Momentum,
+    /// Adam: two moments per parameter.
+    Adam,
+}
+
+impl OptimizerKind {
+    /// How many parameter-sized state tensors the optimizer keeps.
+    pub fn state_copies(self) -> u64 {
+        match self {
+            Self::Sgd => 0,
+            Self::Momentum => 1,
+            Self::Adam => 2,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MemorySampling {
+    /// Sync and read the allocator after every phase of every step.
+    Phase,
+    /// Sync and read once, at the end of each step (and after evaluation).
+    Step,
+}
+
+/// The memory-saving strategies. Empty until the strategy features land; kept as a section now
+/// so configs written today keep parsing when it fills.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Strategies {}
+
+impl RunConfig {
+    /// Parse a JSON document, naming the field when a value has the wrong type or name.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(ConfigError::from_serde_path)
+    }
+
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a RunConfig always serializes")
+    }
+
+    /// Check every field against its allowed range; the first bad field is reported.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        super::validate::validate(self)
+    }
+}

@@ -1,0 +1,302 @@
+//! Data sets, generated or embedded, split into train and test, and turned into device batches.
+//!
+//! Everything is seeded by the run's seed: the same config gives the same samples, split and
+//! batch order.
+
+mod digits;
+mod playground;
+mod sequence;
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+use super::config::{DataConfig, DataKind, InputKind};
+
+/// Host-side samples of one split, row-major.
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// Float features (`width` per sample) or token ids (`width` per sample).
+    pub inputs: HostInputs,
+    /// Class ids: one per sample, or `seq_len` per sample for the sequence tasks.
+    pub targets: Vec<i64>,
+    pub len: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum HostInputs {
+    Floats { values: Vec<f32>, width: usize },
+    Tokens { values: Vec<i64>, width: usize },
+}
+
+impl HostInputs {
+    pub fn width(&self) -> usize {
+        match self {
+            Self::Floats { width, .. } | Self::Tokens { width, .. } => *width,
+        }
+    }
+}
+
+/// A whole data set: both splits and what a model needs to know about them.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub kind: DataKind,
+    pub train: Split,
+    pub test: Split,
+    /// Number of output classes (the vocabulary for sequence tasks).
+    pub classes: usize,
+    /// Targets per sample (1, or `seq_len` for sequence tasks).
+    pub targets_per_sample: usize,
+}
+
+/// `(train, test)` sample counts for a data config; validation uses it before generating.
+pub fn split_sizes(data: &DataConfig) -> (usize, usize) {
+    let total = match data.kind {
+        DataKind::Digits => digits::COUNT,
+        _ => data.samples,
+    };
+    let test = ((total as f64 * data.test_fraction).round() as usize).clamp(1, total - 1);
+    (total - test, test)
+}
+
+impl Dataset {
+    /// Generate (or decode) the data set and split it. `seed` drives both.
+    pub fn build(data: &DataConfig, seed: u64) -> Result<Self, String> {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_da7a);
+        let (train_len, _) = split_sizes(data);
+        match data.kind.input_kind() {
+            InputKind::Points => {
+                let mut points =
+                    playground::generate(data.kind, data.samples, data.noise, &mut rng);
+                points.shuffle(&mut rng);
+                let to_split = |rows: &[(f32, f32, i64)]| Split {
+                    inputs: HostInputs::Floats {
+                        values: rows.iter().flat_map(|&(x, y, _)| [x, y]).collect(),
+                        width: 2,
+                    },
+                    targets: rows.iter().map(|&(_, _, c)| c).collect(),
+                    len: rows.len(),
+                };
+                Ok(Self {
+                    kind: data.kind,
+                    train: to_split(&points[..train_len]),
+                    test: to_split(&points[train_len..]),
+                    classes: 2,
+                    targets_per_sample: 1,
+                })
+            }
+            InputKind::Images => {
+                let mut rows = digits::load()?;
+                rows.shuffle(&mut rng);
+                let to_split = |rows: &[([f32; digits::PIXELS], i64)]| Split {
+                    inputs: HostInputs::Floats {
+                        values: rows.iter().flat_map(|(p, _)| p.iter().copied()).collect(),
+                        width: digits::PIXELS,
+                    },
+                    targets: rows.iter().map(|&(_, c)| c).collect(),
+                    len: rows.len(),
+                };
+                Ok(Self {
+                    kind: data.kind,
+                    train: to_split(&rows[..train_len]),
+                    test: to_split(&rows[train_len..]),
+                    classes: 10,
+                    targets_per_sample: 1,
+                })
+            }
+            InputKind::Tokens => {
+                let rows =
+                    sequence::generate(data.kind, data.samples, data.seq_len, data.vocab, &mut rng);
+                let to_split = |rows: &[(Vec<i64>, Vec<i64>)]| Split {
+                    inputs: HostInputs::Tokens {
+                        values: rows.iter().flat_map(|(i, _)| i.iter().copied()).collect(),
+                        width: 2 * data.seq_len,
+                    },
+                    targets: rows.iter().flat_map(|(_, t)| t.iter().copied()).collect(),
+                    len: rows.len(),
+                };
+                Ok(Self {
+                    kind: data.kind,
+                    train: to_split(&rows[..train_len]),
+                    test: to_split(&rows[train_len..]),
+                    classes: data.vocab,
+                    targets_per_sample: data.seq_len,
+                })
+            }
+        }
+    }
+}
+
+/// A batch on the device.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    pub inputs: BatchInputs,
+    /// Flattened class ids, `[batch * targets_per_sample]`.
+    pub targets: Tensor<1, Int>,
+    pub len: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum BatchInputs {
+    /// `[batch, width]` floats (points, or images flattened).
+    Floats(Tensor<2>),
+    /// `[batch, width]` token ids.
+    Tokens(Tensor<2, Int>),
+}
+
+impl Split {
+    /// Copy the samples at `indices` to the device as one batch.
+    pub fn batch(&self, indices: &[usize], targets_per_sample: usize, device: &Device) -> Batch {
+        let n = indices.len();
+        let inputs = match &self.inputs {
+            HostInputs::Floats { values, width } => {
+                let rows: Vec<f32> = gather(values, *width, indices);
+                BatchInputs::Floats(Tensor::from_data(
+                    TensorData::new(rows, [n, *width]),
+                    device,
+                ))
+            }
+            HostInputs::Tokens { values, width } => {
+                let rows: Vec<i64> = gather(values, *width, indices);
+                BatchInputs::Tokens(Tensor::from_data(
+                    TensorData::new(rows, [n, *width]),
+                    device,
+                ))
+            }
+        };
+        let targets = gather(&self.targets, targets_per_sample, indices);
+        Batch {
+            inputs,
+            targets: Tensor::from_data(TensorData::new(targets, [n * targets_per_sample]), device),
+            len: n,
+        }
+    }
+
+    /// The contiguous samples `start..start + len` as one batch (evaluation walks the split so).
+    pub fn range_batch(
+        &self,
+        start: usize,
+        len: usize,
+        targets_per_sample: usize,
+        device: &Device,
+    ) -> Batch {
+        let indices: Vec<usize> = (start..start + len).collect();
+        self.batch(&indices, targets_per_sample, device)
+    }
+}
+
+fn gather<T: Copy>(values: &[T], width: usize, indices: &[usize]) -> Vec<T> {
+    let mut out = Vec::with_capacity(indices.len() * width);
+    for &i in indices {
+        out.extend_from_slice(&values[i * width..(i + 1) * width]);
+    }
+    out
+}
+
+/// Seeded epoch-wise sampling without replacement: each epoch is a fresh permutation, cut into
+/// batches; the remainder that does not fill a batch is skipped.
+#[derive(Debug)]
+pub struct BatchOrder {
+    order: Vec<usize>,
+    next: usize,
+    rng: StdRng,
+}
+
+impl BatchOrder {
+    pub fn new(len: usize, seed: u64) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0xba7c_0de5);
+        let mut order: Vec<usize> = (0..len).collect();
+        order.shuffle(&mut rng);
+        Self {
+            order,
+            next: 0,
+            rng,
+        }
+    }
+
+    pub fn next_indices(&mut self, batch: usize) -> Vec<usize> {
+        if self.next + batch > self.order.len() {
+            self.order.shuffle(&mut self.rng);
+            self.next = 0;
+        }
+        let picked = self.order[self.next..self.next + batch].to_vec();
+        self.next += batch;
+        picked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::config::DataConfig;
+
+    fn config(kind: DataKind) -> DataConfig {
+        DataConfig {
+            kind,
+            samples: 400,
+            ..DataConfig::default()
+        }
+    }
+
+    #[test]
+    fn every_kind_builds_with_balanced_splits() {
+        for kind in DataKind::ALL {
+            let data = config(kind);
+            let set = Dataset::build(&data, 7).unwrap();
+            let (train, test) = split_sizes(&data);
+            assert_eq!(
+                (set.train.len, set.test.len),
+                (train, test),
+                "{}",
+                kind.name()
+            );
+            assert_eq!(set.train.targets.len(), train * set.targets_per_sample);
+            assert!(
+                set.train
+                    .targets
+                    .iter()
+                    .all(|&c| (0..set.classes as i64).contains(&c))
+            );
+        }
+    }
+
+    #[test]
+    fn same_seed_same_data_other_seed_other_data() {
+        let data = config(DataKind::Spiral);
+        let a = Dataset::build(&data, 1).unwrap();
+        let b = Dataset::build(&data, 1).unwrap();
+        let c = Dataset::build(&data, 2).unwrap();
+        assert_eq!(a.train.targets, b.train.targets);
+        let floats = |s: &Dataset| match &s.train.inputs {
+            HostInputs::Floats { values, .. } => values.clone(),
+            HostInputs::Tokens { .. } => unreachable!(),
+        };
+        assert_eq!(floats(&a), floats(&b));
+        assert_ne!(floats(&a), floats(&c));
+    }
+
+    #[test]
+    fn sort_targets_are_sorted_inputs() {
+        let set = Dataset::build(&config(DataKind::Sort), 3).unwrap();
+        let HostInputs::Tokens { values, width } = &set.train.inputs else {
+            unreachable!()
+        };
+        let l = width / 2;
+        let mut first: Vec<i64> = values[..l].to_vec();
+        first.sort_unstable();
+        assert_eq!(first, set.train.targets[..l].to_vec());
+        assert!(
+            values[l..*width].iter().all(|&t| t == 8),
+            "query tokens are the id vocab"
+        );
+    }
+
+    #[test]
+    fn batch_order_covers_an_epoch_without_repeats() {
+        let mut order = BatchOrder::new(10, 0);
+        let mut seen: Vec<usize> = (0..5).flat_map(|_| order.next_indices(2)).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..10).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,63 @@
+//! Acquiring the GPU through burn's wgpu runtime, on the async path the browser needs too.
+//!
+//! A process can initialise the runtime once; every run after the first shares that device, so
+//! runs start by releasing what the previous one left cached (see `train::Run::new`).
+
+use std::sync::{Mutex, OnceLock};
+
+use burn::tensor::wgpu::wgpu;
+use burn::tensor::{Device, FloatDType};
+use serde::{Deserialize, Serialize};
+
+use super::error::EngineError;
+
+/// What the adapter is, as the summary and the page report it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AdapterInfo {
+    pub name: String,
+    /// The graphics API: vulkan, metal, dx12, gl or webgpu.
+    pub backend: String,
+    /// Whether the adapter offers shader-f16 and burn can compute in f16 on it.
+    pub shader_f16: bool,
+    /// Largest single buffer the device accepts, in bytes.
+    pub max_buffer_size: u64,
+}
+
+/// The initialised device (without autodiff) and what it runs on.
+#[derive(Clone, Debug)]
+pub struct Gpu {
+    pub device: Device,
+    pub adapter: AdapterInfo,
+}
+
+static GPU: OnceLock<Gpu> = OnceLock::new();
+static INIT: Mutex<()> = Mutex::new(());
+
+/// The process's GPU, initialised on first use with the best adapter wgpu offers.
+pub async fn acquire() -> Result<Gpu, EngineError> {
+    if let Some(gpu) = GPU.get() {
+        return Ok(gpu.clone());
+    }
+    // Two threads asking at once must not both initialise: the runtime refuses a second init.
+    let _guard = INIT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(gpu) = GPU.get() {
+        return Ok(gpu.clone());
+    }
+    let (device, setup) = Device::wgpu_options()
+        .init_with_setup_async()
+        .await
+        .map_err(|err| EngineError::NoAdapter(err.to_string()))?;
+    let info = setup.adapter.get_info();
+    let adapter = AdapterInfo {
+        name: info.name.clone(),
+        backend: info.backend.to_string().to_lowercase(),
+        shader_f16: setup
+            .adapter
+            .features()
+            .contains(wgpu::Features::SHADER_F16)
+            && device.supports_dtype(FloatDType::F16),
+        max_buffer_size: setup.device.limits().max_buffer_size,
+    };
+    let gpu = Gpu { device, adapter };
+    Ok(GPU.get_or_init(|| gpu).clone())
+}

@@ -1,0 +1,219 @@
+//! The analytic memory model: bytes a config should need, from the config alone. Estimates, not
+//! measurements; they are held against the allocator's readings in the tests.
+//!
+//! What is counted is what stays alive at the moments the sampler reads (see [`Phase`]):
+//! - parameters, and as many parameter-sized optimizer states as the optimizer keeps;
+//! - the batch on the device;
+//! - activations: every tensor burn's autodiff keeps from the forward pass for backward. For a
+//!   dense or conv layer followed by an activation that is its output before and after the
+//!   activation (the next layer keeps the latter as its input);
+//! - gradients: one per parameter, alive between backward and the optimizer step.
+//!
+//! [`Phase`]: super::Phase
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::{InputKind, ModelKind, RunConfig};
+use crate::engine::models::cnn_geometry;
+
+const F32: u64 = 4;
+/// Token and class ids are stored as 32-bit integers on the wgpu backend.
+const INT: u64 = 4;
+
+/// One layer's share.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LayerEstimate {
+    pub name: String,
+    pub params: u64,
+    /// Bytes this layer leaves in the autodiff graph for one training batch.
+    pub activation_bytes: u64,
+}
+
+/// The prediction for a whole config, in bytes (but `param_count`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MemoryPrediction {
+    pub param_count: u64,
+    pub params: u64,
+    pub grads: u64,
+    pub optimizer_state: u64,
+    pub activations: u64,
+    /// Inputs and targets of one training batch.
+    pub batch: u64,
+    /// Inputs, targets and logits of one evaluation batch.
+    pub eval_batch: u64,
+    /// The largest of the sampled moments: after forward, after backward, or during evaluation.
+    pub peak: u64,
+    pub layers: Vec<LayerEstimate>,
+}
+
+/// Input width, class count and targets per sample for a data kind.
+pub(crate) fn data_shape(config: &RunConfig) -> (usize, usize, usize) {
+    let data = &config.data;
+    match data.kind.input_kind() {
+        InputKind::Points => (2, 2, 1),
+        InputKind::Images => (64, 10, 1),
+        InputKind::Tokens => (2 * data.seq_len, data.vocab, data.seq_len),
+    }
+}
+
+fn linear_params(inputs: usize, outputs: usize) -> u64 {
+    (inputs * outputs + outputs) as u64
+}
+
+/// Predict the memory of one training step of `config` (which must be valid).
+pub fn predict(config: &RunConfig) -> MemoryPrediction {
+    let (width, classes, per_sample) = data_shape(config);
+    let b = config.batch_size as u64;
+    let layers = match config.model.kind {
+        ModelKind::Mlp => mlp_layers(config, width, classes, b),
+        ModelKind::Cnn => cnn_layers(config, classes, b),
+        ModelKind::Gru | ModelKind::Lstm => recurrent_layers(config, classes, b),
+        ModelKind::Transformer => transformer_layers(config, classes, b),
+    };
+    let param_count: u64 = layers.iter().map(|l| l.params).sum();
+    let params = param_count * F32;
+    let activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
+    let input_bytes = if config.data.kind.input_kind() == InputKind::Tokens {
+        INT
+    } else {
+        F32
+    };
+    let batch_for = |n: u64| n * width as u64 * input_bytes + n * per_sample as u64 * INT;
+    let batch = batch_for(b);
+    let eval_n = config
+        .eval_batch_size
+        .min(crate::engine::data::split_sizes(&config.data).1) as u64;
+    let eval_batch = batch_for(eval_n) + eval_n * (per_sample * classes) as u64 * F32;
+    let optimizer_state = params * config.optimizer.state_copies();
+    let grads = params;
+    let resident = params + optimizer_state;
+    let peak = (resident + batch + activations.max(grads)).max(resident + eval_batch);
+    MemoryPrediction {
+        param_count,
+        params,
+        grads,
+        optimizer_state,
+        activations,
+        batch,
+        eval_batch,
+        peak,
+        layers,
+    }
+}
+
+fn mlp_layers(config: &RunConfig, width: usize, classes: usize, b: u64) -> Vec<LayerEstimate> {
+    let widths: Vec<usize> = std::iter::once(width)
+        .chain(config.model.hidden.iter().copied())
+        .chain(std::iter::once(classes))
+        .collect();
+    widths
+        .windows(2)
+        .enumerate()
+        .map(|(i, pair)| {
+            // A hidden layer keeps its output before and after the activation; the output layer
+            // keeps its logits and the log-softmax of the loss: two tensors either way.
+            LayerEstimate {
+                name: format!("dense{} {}x{}", i + 1, pair[0], pair[1]),
+                params: linear_params(pair[0], pair[1]),
+                activation_bytes: 2 * b * pair[1] as u64 * F32,
+            }
+        })
+        .collect()
+}
+
+fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
+    let [c1, c2] = [config.model.channels[0], config.model.channels[1]];
+    let hidden = config.model.hidden[0];
+    let (side, pooled) = cnn_geometry();
+    let map = (side * side) as u64;
+    let pooled_map = (pooled * pooled) as u64;
+    vec![
+        LayerEstimate {
+            name: format!("conv1 1->{c1} 3x3"),
+            params: (c1 * 9 + c1) as u64,
+            activation_bytes: 2 * b * c1 as u64 * map * F32,
+        },
+        LayerEstimate {
+            name: format!("conv2 {c1}->{c2} 3x3"),
+            params: (c1 * c2 * 9 + c2) as u64,
+            activation_bytes: 2 * b * c2 as u64 * map * F32,
+        },
+        LayerEstimate {
+            // The pooled map, and the argmax indices max-pool backward needs.
+            name: "maxpool 2x2".into(),
+            params: 0,
+            activation_bytes: b * c2 as u64 * pooled_map * (F32 + INT),
+        },
+        LayerEstimate {
+            name: format!("dense {}x{hidden}", c2 as u64 * pooled_map),
+            params: linear_params(c2 * pooled * pooled, hidden),
+            activation_bytes: 2 * b * hidden as u64 * F32,
+        },
+        LayerEstimate {
+            name: format!("classifier {hidden}x{classes}"),
+            params: linear_params(hidden, classes),
+            activation_bytes: 2 * b * classes as u64 * F32,
+        },
+    ]
+}
+
+fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
+    let lstm = config.model.kind == ModelKind::Lstm;
+    let h = config.model.width;
+    let length = 2 * config.data.seq_len as u64;
+    let tokens = config.data.vocab + 1;
+    let gates = if lstm { 4 } else { 3 };
+    // Per time step each gate keeps its two affine outputs and its activated value, and the
+    // cell keeps a few element-wise products of the hidden width.
+    let kept_per_step: u64 = if lstm { 4 * 3 + 4 } else { 3 * 3 + 3 };
+    vec![
+        LayerEstimate {
+            name: format!("embedding {tokens}x{h}"),
+            params: (tokens * h) as u64,
+            activation_bytes: b * length * h as u64 * F32,
+        },
+        LayerEstimate {
+            name: format!(
+                "{} {h}x{h} over {length} steps",
+                if lstm { "lstm" } else { "gru" }
+            ),
+            params: gates * (linear_params(h, h) + linear_params(h, h)),
+            activation_bytes: kept_per_step * b * length * h as u64 * F32,
+        },
+        LayerEstimate {
+            name: format!("classifier {h}x{classes}"),
+            params: linear_params(h, classes),
+            activation_bytes: 2 * b * length * classes as u64 * F32,
+        },
+    ]
+}
+
+fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
+    let m = &config.model;
+    let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
+    let length = 2 * config.data.seq_len as u64;
+    let tokens = (config.data.vocab + 1) as u64;
+    let mut layers = vec![LayerEstimate {
+        name: format!("embeddings {tokens}+{length} x{d}"),
+        params: (tokens + length) * d,
+        activation_bytes: 3 * b * length * d * F32,
+    }];
+    for i in 0..m.layers {
+        // Q, K, V, context, projection, two residual sums and two layer norms of [B, L, d];
+        // the scores before and after softmax of [B, heads, L, L]; the feed-forward hidden
+        // before and after its activation.
+        let per_token = 9 * d + 2 * ff;
+        let scores = 2 * heads * length * length;
+        layers.push(LayerEstimate {
+            name: format!("encoder{} d{d} ff{ff} h{heads}", i + 1),
+            params: 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d,
+            activation_bytes: (b * length * per_token + b * scores) * F32,
+        });
+    }
+    layers.push(LayerEstimate {
+        name: format!("classifier {d}x{classes}"),
+        params: d * classes as u64 + classes as u64,
+        activation_bytes: 2 * b * length * classes as u64 * F32,
+    });
+    layers
+}

@@ -1,0 +1,107 @@
+//! Readings of the GPU allocator (cubecl's memory pools behind burn's wgpu device).
+//!
+//! A reading needs a device sync first: burn's fusion is lazy, so without it the allocator has
+//! not yet seen the work queued so far. That sync is also why per-phase sampling costs time.
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::error::EngineError;
+
+/// The phases of a training step, in order. Names are a contract of timeline.json.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The batch has been copied to the device.
+    Upload,
+    /// Logits and loss exist; the autodiff graph holds what backward needs.
+    Forward,
+    /// Gradients exist; the graph has been consumed.
+    Backward,
+    /// Parameters updated, gradients dropped: the state carried to the next step.
+    Optimizer,
+    /// Largest reading while evaluating the test split (outputs of an eval batch alive).
+    Eval,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 5] = [
+        Self::Upload,
+        Self::Forward,
+        Self::Backward,
+        Self::Optimizer,
+        Self::Eval,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Upload => "upload",
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+            Self::Optimizer => "optimizer",
+            Self::Eval => "eval",
+        }
+    }
+}
+
+/// One reading of the allocator, after a device sync.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryReading {
+    /// Bytes of live allocations, padding excluded.
+    pub in_use_bytes: u64,
+    /// Bytes of device memory the pools hold, used or cached.
+    pub reserved_bytes: u64,
+    /// Padding inside live allocations.
+    pub padding_bytes: u64,
+    /// Live allocations (slices, not pages).
+    pub allocs: u64,
+}
+
+impl MemoryReading {
+    pub fn max(self, other: Self) -> Self {
+        Self {
+            in_use_bytes: self.in_use_bytes.max(other.in_use_bytes),
+            reserved_bytes: self.reserved_bytes.max(other.reserved_bytes),
+            padding_bytes: self.padding_bytes.max(other.padding_bytes),
+            allocs: self.allocs.max(other.allocs),
+        }
+    }
+}
+
+fn device_error(phase: &str, err: impl std::fmt::Display) -> EngineError {
+    EngineError::Device {
+        phase: phase.to_string(),
+        message: err.to_string(),
+    }
+}
+
+/// Wait for the device, then read its allocator.
+pub fn read(device: &Device, phase: &str) -> Result<MemoryReading, EngineError> {
+    device.sync().map_err(|err| device_error(phase, err))?;
+    let usage = device.memory_pool_usage().unwrap_or_default();
+    Ok(MemoryReading {
+        in_use_bytes: usage.bytes_in_use,
+        reserved_bytes: usage.bytes_reserved,
+        padding_bytes: usage.bytes_padding,
+        allocs: usage.number_allocs,
+    })
+}
+
+/// Sum over the dynamic pools of the most pages each ever held, times its page size: a true
+/// high-water mark of paged memory since the device started (pools may have peaked at different
+/// moments, so this can exceed the largest simultaneous reservation).
+pub fn paged_high_water_bytes(device: &Device) -> u64 {
+    device
+        .memory_pool_report()
+        .unwrap_or_default()
+        .iter()
+        .map(|pool| pool.pages_peak * pool.page_size)
+        .sum()
+}
+
+/// Release cached pages so a run starts from the device's baseline.
+pub fn release_cache(device: &Device) -> Result<(), EngineError> {
+    device.sync().map_err(|err| device_error("cleanup", err))?;
+    device.memory_cleanup();
+    Ok(())
+}

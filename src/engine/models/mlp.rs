@@ -1,0 +1,41 @@
+//! Multi-layer perceptron: dense layers with one activation between them.
+
+use burn::module::Module;
+use burn::nn::activation::{Activation, ActivationConfig};
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::{Device, Tensor};
+
+#[derive(Module, Debug)]
+pub struct Mlp {
+    layers: Vec<Linear>,
+    activation: Activation,
+}
+
+impl Mlp {
+    /// `widths` runs from the input width through the hidden widths to the class count.
+    pub fn new(widths: &[usize], activation: ActivationConfig, device: &Device) -> Self {
+        let layers = widths
+            .windows(2)
+            .map(|pair| LinearConfig::new(pair[0], pair[1]).init(device))
+            .collect();
+        Self {
+            layers,
+            activation: activation.init(device),
+        }
+    }
+
+    /// # Shapes
+    /// - input: `[batch, widths[0]]`
+    /// - output: `[batch, classes]`
+    pub fn forward(&self, input: Tensor<2>) -> Tensor<2> {
+        let last = self.layers.len() - 1;
+        let mut x = input;
+        for (i, layer) in self.layers.iter().enumerate() {
+            x = layer.forward(x);
+            if i < last {
+                x = self.activation.forward(x);
+            }
+        }
+        x
+    }
+}

@@ -1,0 +1,110 @@
+//! The models vramlab trains, behind one enum so the training loop is model-agnostic.
+
+mod cnn;
+mod mlp;
+mod recurrent;
+mod transformer;
+
+use burn::module::Module;
+use burn::nn::activation::ActivationConfig;
+use burn::tensor::{Device, Tensor};
+
+pub use cnn::Cnn;
+pub use mlp::Mlp;
+pub use recurrent::Recurrent;
+pub use transformer::{Transformer, TransformerSize};
+
+use super::config::{Activation, ModelKind, RunConfig};
+use super::data::{BatchInputs, Dataset};
+
+/// Side of the CNN's input images and of its feature map after pooling.
+pub fn cnn_geometry() -> (usize, usize) {
+    (cnn::SIDE, cnn::POOLED)
+}
+
+#[derive(Module, Debug)]
+pub enum Model {
+    Mlp(Mlp),
+    Cnn(Cnn),
+    Recurrent(Recurrent),
+    Transformer(Transformer),
+}
+
+pub(crate) fn activation_config(activation: Activation) -> ActivationConfig {
+    match activation {
+        Activation::Relu => ActivationConfig::Relu,
+        Activation::Tanh => ActivationConfig::Tanh,
+        Activation::Sigmoid => ActivationConfig::Sigmoid,
+        Activation::Gelu => ActivationConfig::Gelu,
+    }
+}
+
+impl Model {
+    /// Build the configured model for this data set. The config must have been validated.
+    pub fn build(config: &RunConfig, data: &Dataset, device: &Device) -> Self {
+        let model = &config.model;
+        let input_width = data.train.inputs.width();
+        let activation = activation_config(model.activation);
+        match model.kind {
+            ModelKind::Mlp => {
+                let widths: Vec<usize> = std::iter::once(input_width)
+                    .chain(model.hidden.iter().copied())
+                    .chain(std::iter::once(data.classes))
+                    .collect();
+                Self::Mlp(Mlp::new(&widths, activation, device))
+            }
+            ModelKind::Cnn => Self::Cnn(Cnn::new(
+                [model.channels[0], model.channels[1]],
+                model.hidden[0],
+                data.classes,
+                activation,
+                device,
+            )),
+            ModelKind::Gru | ModelKind::Lstm => Self::Recurrent(Recurrent::new(
+                model.kind == ModelKind::Lstm,
+                config.data.vocab + 1,
+                model.width,
+                data.classes,
+                device,
+            )),
+            ModelKind::Transformer => Self::Transformer(Transformer::new(
+                config.data.vocab + 1,
+                input_width,
+                &TransformerSize {
+                    width: model.width,
+                    layers: model.layers,
+                    heads: model.heads,
+                    ff: model.ff,
+                },
+                data.classes,
+                device,
+            )),
+        }
+    }
+
+    /// Parameters, counted from the module's own tensors.
+    pub fn param_count(&self) -> usize {
+        self.num_params()
+    }
+
+    /// Logits for every target: `[batch * targets_per_sample, classes]`. Sequence models answer
+    /// only at the query positions (the second half of the input).
+    pub fn forward(&self, inputs: &BatchInputs) -> Tensor<2> {
+        match (self, inputs) {
+            (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone()),
+            (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone()),
+            (Self::Recurrent(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
+            (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
+            _ => unreachable!("validation pairs every model with an input it takes"),
+        }
+    }
+}
+
+/// Keep the query half of `[batch, 2L, classes]` and flatten it to `[batch * L, classes]`.
+fn answers(per_position: Tensor<3>) -> Tensor<2> {
+    let [batch, length, classes] = per_position.dims();
+    let half = length / 2;
+    per_position
+        .slice([0..batch, half..length, 0..classes])
+        .reshape([batch * half, classes])
+}

@@ -1,0 +1,48 @@
+//! GRU and LSTM sequence models: token embedding, one recurrent layer, a classifier per position.
+
+use burn::module::Module;
+use burn::nn::{
+    Embedding, EmbeddingConfig, Gru, GruConfig, Linear, LinearConfig, Lstm, LstmConfig,
+};
+use burn::tensor::{Device, Int, Tensor};
+
+#[derive(Module, Debug)]
+pub enum Cell {
+    Gru(Gru),
+    Lstm(Lstm),
+}
+
+#[derive(Module, Debug)]
+pub struct Recurrent {
+    embedding: Embedding,
+    cell: Cell,
+    classifier: Linear,
+}
+
+impl Recurrent {
+    /// `tokens` counts every input id (the vocabulary plus the query token).
+    pub fn new(lstm: bool, tokens: usize, width: usize, classes: usize, device: &Device) -> Self {
+        let cell = if lstm {
+            Cell::Lstm(LstmConfig::new(width, width, true).init(device))
+        } else {
+            Cell::Gru(GruConfig::new(width, width, true).init(device))
+        };
+        Self {
+            embedding: EmbeddingConfig::new(tokens, width).init(device),
+            cell,
+            classifier: LinearConfig::new(width, classes).init(device),
+        }
+    }
+
+    /// # Shapes
+    /// - input: `[batch, length]` token ids
+    /// - output: `[batch, length, classes]`
+    pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        let x = self.embedding.forward(tokens);
+        let hidden = match &self.cell {
+            Cell::Gru(gru) => gru.forward(x, None),
+            Cell::Lstm(lstm) => lstm.forward(x, None).0,
+        };
+        self.classifier.forward(hidden)
+    }
+}

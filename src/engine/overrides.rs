@@ -1,0 +1,95 @@
+//! `--set path.to.field=value` overrides, applied through the config's JSON form so that every
+//! field is reachable by the name it has in a config file, and nothing else is.
+
+use serde_json::Value;
+
+use super::config::RunConfig;
+use super::error::ConfigError;
+
+/// Apply one `path=value` assignment. The value is read as JSON where it parses as JSON
+/// (`8`, `0.5`, `[64,64]`, `true`) and as a plain string otherwise (`adam`, `spiral`).
+pub fn apply_override(config: &RunConfig, assignment: &str) -> Result<RunConfig, ConfigError> {
+    let fail = |message: String| ConfigError::Override {
+        assignment: assignment.to_string(),
+        message,
+    };
+    let (path, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| fail("expected path.to.field=value".into()))?;
+    let path = path.trim();
+    if path.is_empty() {
+        return Err(fail("the field path is empty".into()));
+    }
+    let value: Value =
+        serde_json::from_str(raw.trim()).unwrap_or_else(|_| Value::String(raw.trim().into()));
+
+    let mut doc = serde_json::to_value(config).expect("a RunConfig always serializes");
+    let mut slot = &mut doc;
+    let mut walked = Vec::new();
+    for key in path.split('.') {
+        let Value::Object(map) = slot else {
+            return Err(fail(format!("{} has no fields", walked.join("."))));
+        };
+        if !map.contains_key(key) {
+            let mut known: Vec<&str> = map.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            let parent = if walked.is_empty() {
+                "the config".to_string()
+            } else {
+                walked.join(".")
+            };
+            return Err(fail(format!(
+                "no field {key:?} in {parent}; its fields are: {}",
+                known.join(", ")
+            )));
+        }
+        walked.push(key);
+        slot = map.get_mut(key).expect("checked above");
+    }
+    *slot = value;
+    let text = doc.to_string();
+    RunConfig::from_json(&text).map_err(|err| fail(err.to_string()))
+}
+
+/// Apply several assignments in order.
+pub fn apply_overrides<'a>(
+    mut config: RunConfig,
+    assignments: impl IntoIterator<Item = &'a str>,
+) -> Result<RunConfig, ConfigError> {
+    for assignment in assignments {
+        config = apply_override(&config, assignment)?;
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_nested_fields_by_their_json_names() {
+        let config = RunConfig::default();
+        let config = apply_overrides(
+            config,
+            ["model.hidden=[32,16]", "optimizer=sgd", "data.noise=0.3"],
+        )
+        .unwrap();
+        assert_eq!(config.model.hidden, vec![32, 16]);
+        assert_eq!(config.optimizer, super::super::config::OptimizerKind::Sgd);
+        assert_eq!(config.data.noise, 0.3);
+    }
+
+    #[test]
+    fn unknown_field_lists_the_known_ones() {
+        let err = apply_override(&RunConfig::default(), "model.depth=3").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("no field \"depth\" in model"), "{text}");
+        assert!(text.contains("hidden"), "{text}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let err = apply_override(&RunConfig::default(), "batch_size=big").unwrap_err();
+        assert!(err.to_string().contains("batch_size"), "{err}");
+    }
+}

@@ -1,0 +1,129 @@
+//! Named experiment presets, embedded in the binary as JSON files (presets/*.json).
+
+use super::config::{ModelKind, RunConfig};
+use super::error::ConfigError;
+
+pub struct Preset {
+    pub name: &'static str,
+    /// What the preset is for, in a few words.
+    pub purpose: &'static str,
+    json: &'static str,
+}
+
+/// The preset `vramlab` trains when given no arguments.
+pub const DEFAULT_PRESET: &str = "spiral-mlp";
+
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "spiral-mlp",
+        purpose: "the default: two spirals, an MLP wide enough that activations are MiB",
+        json: include_str!("presets/spiral-mlp.json"),
+    },
+    Preset {
+        name: "circle-tiny",
+        purpose: "TensorFlow Playground's classic: a tiny tanh MLP, memory all overhead",
+        json: include_str!("presets/circle-tiny.json"),
+    },
+    Preset {
+        name: "digits-cnn",
+        purpose: "8x8 handwritten digits with a small CNN",
+        json: include_str!("presets/digits-cnn.json"),
+    },
+    Preset {
+        name: "digits-mlp",
+        purpose: "the same digits with an MLP, to compare parameter and activation bytes",
+        json: include_str!("presets/digits-mlp.json"),
+    },
+    Preset {
+        name: "sort-gru",
+        purpose: "sort 8 tokens with a GRU: activations grow with sequence length",
+        json: include_str!("presets/sort-gru.json"),
+    },
+    Preset {
+        name: "sort-lstm",
+        purpose: "the same task with an LSTM: a fourth gate's worth more memory",
+        json: include_str!("presets/sort-lstm.json"),
+    },
+    Preset {
+        name: "sort-transformer",
+        purpose: "the same task with a tiny transformer encoder: attention scores grow as L^2",
+        json: include_str!("presets/sort-transformer.json"),
+    },
+];
+
+/// The preset's config, parsed (presets are tested to parse and validate).
+pub fn preset(name: &str) -> Result<RunConfig, ConfigError> {
+    let found =
+        PRESETS
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| ConfigError::UnknownPreset {
+                name: name.to_string(),
+                known: PRESETS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+    RunConfig::from_json(found.json)
+}
+
+/// One line per preset for `vramlab presets`.
+pub fn describe(preset: &Preset) -> String {
+    match RunConfig::from_json(preset.json) {
+        Ok(c) => {
+            let model = match c.model.kind {
+                ModelKind::Mlp => format!(
+                    "mlp {}",
+                    c.model
+                        .hidden
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join("-")
+                ),
+                ModelKind::Cnn => format!("cnn {}-{}", c.model.channels[0], c.model.channels[1]),
+                ModelKind::Gru | ModelKind::Lstm => {
+                    format!("{} w{}", c.model.kind.name(), c.model.width)
+                }
+                ModelKind::Transformer => format!(
+                    "transformer w{} x{} h{}",
+                    c.model.width, c.model.layers, c.model.heads
+                ),
+            };
+            format!(
+                "{:<17} {:<8} {:<24} batch {:<5} {:>4} steps  {}",
+                preset.name,
+                c.data.kind.name(),
+                model,
+                c.batch_size,
+                c.steps,
+                preset.purpose
+            )
+        }
+        Err(err) => format!("{:<17} (does not parse: {err})", preset.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_validates_and_is_named_as_listed() {
+        for p in PRESETS {
+            let config = preset(p.name).unwrap();
+            assert_eq!(config.name, p.name);
+            config
+                .validate()
+                .unwrap_or_else(|err| panic!("{}: {err}", p.name));
+        }
+        assert!(preset(DEFAULT_PRESET).is_ok());
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_known_ones() {
+        let err = preset("nope").unwrap_err().to_string();
+        assert!(err.contains("spiral-mlp"), "{err}");
+    }
+}

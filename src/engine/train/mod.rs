@@ -1,0 +1,8 @@
+//! The training loop and what it records.
+
+mod optimizer;
+pub mod records;
+mod run;
+
+pub use records::{EvalRecord, PredictedBytes, StepRecord, Summary, Timeline};
+pub use run::{Run, StepOutcome, train};

@@ -1,0 +1,150 @@
+//! What a run records: one [`StepRecord`] per step, one [`EvalRecord`] per evaluation, and the
+//! [`Summary`] derived from them. Field names are a contract of timeline.json and `--json`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::{MemorySampling, RunConfig};
+use crate::engine::device::AdapterInfo;
+use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase};
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StepRecord {
+    /// 1-based step number.
+    pub step: usize,
+    /// Training loss of the step; read back in groups, so `None` until the next readback.
+    pub loss: Option<f32>,
+    /// Wall time of forward, backward and optimizer (and of the readings in `phase` mode).
+    pub ms: f64,
+    /// The allocator after each sampled phase.
+    pub phases: BTreeMap<Phase, MemoryReading>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct EvalRecord {
+    /// The step after which the test split was evaluated.
+    pub step: usize,
+    pub loss: f32,
+    pub accuracy: f32,
+    pub ms: f64,
+    /// Largest reading over the evaluation batches.
+    pub memory: MemoryReading,
+}
+
+/// Bytes by category, as the analytic model predicts them.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PredictedBytes {
+    pub params: u64,
+    pub grads: u64,
+    pub optimizer_state: u64,
+    pub activations: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub name: String,
+    pub adapter: AdapterInfo,
+    pub params: u64,
+    pub steps: usize,
+    pub first_loss: Option<f32>,
+    pub final_loss: Option<f32>,
+    /// Accuracy on the test split at the last evaluation (per token for sequence tasks).
+    pub eval_accuracy: Option<f32>,
+    pub eval_loss: Option<f32>,
+    /// Largest in-use reading over all sampled phases: a maximum of samples, not a true
+    /// high-water mark (temporaries between two readings are not seen).
+    pub peak_in_use_bytes: u64,
+    /// Largest reserved reading over all sampled phases.
+    pub peak_reserved_bytes: u64,
+    /// cubecl's own page high-water mark, summed over pools (see `sampler`).
+    pub paged_high_water_bytes: u64,
+    /// In use when the run started, before its model existed.
+    pub baseline_in_use_bytes: u64,
+    pub peak_in_use_by_phase: BTreeMap<Phase, u64>,
+    pub predicted_peak_bytes: u64,
+    pub predicted: PredictedBytes,
+    /// Median over steps 2.. (the first step compiles kernels).
+    pub median_step_ms: f64,
+    pub first_step_ms: f64,
+    pub memory_sampling: MemorySampling,
+    pub peak_is: String,
+}
+
+impl Summary {
+    pub fn build(
+        config: &RunConfig,
+        adapter: &AdapterInfo,
+        prediction: &MemoryPrediction,
+        baseline: MemoryReading,
+        paged_high_water_bytes: u64,
+        steps: &[StepRecord],
+        evals: &[EvalRecord],
+    ) -> Self {
+        let mut by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
+        let mut peak = MemoryReading::default();
+        for record in steps {
+            for (&phase, &reading) in &record.phases {
+                let slot = by_phase.entry(phase).or_default();
+                *slot = (*slot).max(reading.in_use_bytes);
+                peak = peak.max(reading);
+            }
+        }
+        let losses: Vec<f32> = steps.iter().filter_map(|r| r.loss).collect();
+        let last_eval = evals.last();
+        Self {
+            name: config.name.clone(),
+            adapter: adapter.clone(),
+            params: prediction.param_count,
+            steps: steps.len(),
+            first_loss: losses.first().copied(),
+            final_loss: losses.last().copied(),
+            eval_accuracy: last_eval.map(|e| e.accuracy),
+            eval_loss: last_eval.map(|e| e.loss),
+            peak_in_use_bytes: peak.in_use_bytes,
+            peak_reserved_bytes: peak.reserved_bytes,
+            paged_high_water_bytes,
+            baseline_in_use_bytes: baseline.in_use_bytes,
+            peak_in_use_by_phase: by_phase,
+            predicted_peak_bytes: prediction.peak,
+            predicted: PredictedBytes {
+                params: prediction.params,
+                grads: prediction.grads,
+                optimizer_state: prediction.optimizer_state,
+                activations: prediction.activations,
+            },
+            median_step_ms: median(steps.iter().skip(1).map(|r| r.ms)),
+            first_step_ms: steps.first().map_or(0.0, |r| r.ms),
+            memory_sampling: config.memory_sampling,
+            peak_is: match config.memory_sampling {
+                MemorySampling::Phase => "largest allocator reading after each phase of each step",
+                MemorySampling::Step => "largest allocator reading at the end of each step",
+            }
+            .into(),
+        }
+    }
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// Everything a finished run leaves: what timeline.json holds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Timeline {
+    pub summary: Summary,
+    pub config: RunConfig,
+    pub predicted_layers: Vec<crate::engine::memory::LayerEstimate>,
+    pub steps: Vec<StepRecord>,
+    pub evals: Vec<EvalRecord>,
+}

@@ -1,0 +1,314 @@
+//! One training run, advanced a step at a time so a front can drive it: the CLI in a loop, the
+//! page in short async slices between frames.
+
+use std::collections::BTreeMap;
+
+use burn::module::Module;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Int, Tensor};
+use web_time::Instant;
+
+use crate::engine::config::{MemorySampling, RunConfig};
+use crate::engine::data::{Batch, BatchOrder, Dataset};
+use crate::engine::device::Gpu;
+use crate::engine::error::EngineError;
+use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase, predict, sampler};
+use crate::engine::models::Model;
+
+use super::optimizer;
+use super::records::{EvalRecord, StepRecord, Summary, Timeline};
+
+/// Losses are read back in groups of this many steps: a readback waits for the device, and
+/// waiting every step would serialise the host and the GPU.
+const LOSS_READBACK_EVERY: usize = 10;
+
+/// What a call to [`Run::step`] did.
+#[derive(Clone, Debug)]
+pub struct StepOutcome {
+    pub record: StepRecord,
+    /// Set when this step ended with an evaluation of the test split.
+    pub eval: Option<EvalRecord>,
+    /// The most recent loss read back so far (it may belong to an earlier step).
+    pub latest_loss: Option<f32>,
+}
+
+pub struct Run {
+    config: RunConfig,
+    gpu: Gpu,
+    /// The autodiff device training runs on.
+    device: Device,
+    data: Dataset,
+    order: BatchOrder,
+    /// `None` only while the optimizer owns it inside a step.
+    model: Option<Model>,
+    optimizer: ModuleOptimizer,
+    loss: CrossEntropyLoss,
+    eval_loss: CrossEntropyLoss,
+    prediction: MemoryPrediction,
+    baseline: MemoryReading,
+    steps: Vec<StepRecord>,
+    evals: Vec<EvalRecord>,
+    /// Detached loss tensors not yet read back, with their step index (0-based).
+    pending_losses: Vec<(usize, Tensor<1>)>,
+    latest_loss: Option<f32>,
+}
+
+impl Run {
+    /// Validate the config, build data and model, and start from the device's baseline memory.
+    pub fn new(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
+        config.validate()?;
+        let data =
+            Dataset::build(&config.data, config.seed).map_err(|message| EngineError::Device {
+                phase: "data".into(),
+                message,
+            })?;
+        // A previous run on this device may have left pages cached; start where a fresh
+        // process would, so runs compare.
+        sampler::release_cache(&gpu.device)?;
+        let baseline = sampler::read(&gpu.device, "start")?;
+        gpu.device.seed(config.seed);
+        let device = gpu.device.clone().autodiff();
+        let model = Model::build(&config, &data, &device);
+        let inner = gpu.device.clone();
+        Ok(Self {
+            order: BatchOrder::new(data.train.len, config.seed),
+            prediction: predict(&config),
+            optimizer: optimizer::build(config.optimizer),
+            loss: CrossEntropyLossConfig::new().init(&device),
+            eval_loss: CrossEntropyLossConfig::new().init(&inner),
+            model: Some(model),
+            data,
+            device,
+            gpu: gpu.clone(),
+            baseline,
+            steps: Vec::new(),
+            evals: Vec::new(),
+            pending_losses: Vec::new(),
+            latest_loss: None,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    pub fn prediction(&self) -> &MemoryPrediction {
+        &self.prediction
+    }
+
+    pub fn steps_done(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.steps.len() >= self.config.steps
+    }
+
+    pub fn records(&self) -> &[StepRecord] {
+        &self.steps
+    }
+
+    pub fn param_count(&self) -> usize {
+        self.model.as_ref().map_or(0, Model::param_count)
+    }
+
+    fn reading(&self, phase: Phase) -> Result<MemoryReading, EngineError> {
+        sampler::read(&self.device, phase.name())
+    }
+
+    /// One training step: upload a batch, forward, backward, optimizer step, and an evaluation
+    /// when one is due. Readings follow `memory_sampling`.
+    pub async fn step(&mut self) -> Result<StepOutcome, EngineError> {
+        let index = self.steps.len();
+        let per_phase = self.config.memory_sampling == MemorySampling::Phase;
+        let mut phases = BTreeMap::new();
+        let started = Instant::now();
+
+        let picked = self.order.next_indices(self.config.batch_size);
+        let batch = self
+            .data
+            .train
+            .batch(&picked, self.data.targets_per_sample, &self.device);
+        if per_phase {
+            phases.insert(Phase::Upload, self.reading(Phase::Upload)?);
+        }
+
+        let model = self
+            .model
+            .take()
+            .expect("the model is back after every step");
+        let logits = model.forward(&batch.inputs);
+        let loss = self.loss.forward(logits, batch.targets.clone());
+        if per_phase {
+            phases.insert(Phase::Forward, self.reading(Phase::Forward)?);
+        }
+
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        if per_phase {
+            phases.insert(Phase::Backward, self.reading(Phase::Backward)?);
+        }
+
+        let model = self.optimizer.step(self.config.learning_rate, model, grads);
+        self.model = Some(model);
+        self.pending_losses.push((index, loss.detach()));
+        drop(batch);
+        // The end-of-step reading is taken in both modes; its sync also makes `ms` honest.
+        phases.insert(Phase::Optimizer, self.reading(Phase::Optimizer)?);
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+
+        self.steps.push(StepRecord {
+            step: index + 1,
+            loss: None,
+            ms,
+            phases,
+        });
+
+        let step = index + 1;
+        let last = step == self.config.steps;
+        let eval_due = last || (self.config.eval_every > 0 && step % self.config.eval_every == 0);
+        if last || self.pending_losses.len() >= LOSS_READBACK_EVERY || eval_due {
+            self.read_back_losses().await?;
+        }
+        let eval = if eval_due {
+            let eval = self.evaluate(step).await?;
+            self.steps[index].phases.insert(Phase::Eval, eval.memory);
+            self.evals.push(eval.clone());
+            Some(eval)
+        } else {
+            None
+        };
+        Ok(StepOutcome {
+            record: self.steps[index].clone(),
+            eval,
+            latest_loss: self.latest_loss,
+        })
+    }
+
+    async fn read_back_losses(&mut self) -> Result<(), EngineError> {
+        if self.pending_losses.is_empty() {
+            return Ok(());
+        }
+        let (indices, tensors): (Vec<usize>, Vec<Tensor<1>>) =
+            std::mem::take(&mut self.pending_losses).into_iter().unzip();
+        let values = read_floats(Tensor::cat(tensors, 0), "loss readback").await?;
+        for (index, value) in indices.into_iter().zip(values) {
+            self.steps[index].loss = Some(value);
+            self.latest_loss = Some(value);
+        }
+        Ok(())
+    }
+
+    /// Loss and accuracy on the whole test split, in batches of `eval_batch_size`, on the
+    /// device without autodiff (no graph is recorded).
+    async fn evaluate(&mut self, step: usize) -> Result<EvalRecord, EngineError> {
+        let started = Instant::now();
+        let inner = self.gpu.device.clone();
+        let model = self
+            .model
+            .as_ref()
+            .expect("model present between steps")
+            .valid();
+        let split = &self.data.test;
+        let per_sample = self.data.targets_per_sample;
+        let mut memory = MemoryReading::default();
+        let mut loss_sum: Option<Tensor<1>> = None;
+        let mut correct: Option<Tensor<1, Int>> = None;
+        let mut start = 0;
+        while start < split.len {
+            let len = self.config.eval_batch_size.min(split.len - start);
+            let Batch {
+                inputs, targets, ..
+            } = split.range_batch(start, len, per_sample, &inner);
+            let logits = model.forward(&inputs);
+            memory = memory.max(sampler::read(&inner, Phase::Eval.name())?);
+            let targets_n = targets.dims()[0];
+            let batch_loss =
+                self.eval_loss.forward(logits.clone(), targets.clone()) * targets_n as f32;
+            let hits = logits
+                .argmax(1)
+                .reshape([targets_n])
+                .equal(targets)
+                .int()
+                .sum();
+            loss_sum = Some(match loss_sum {
+                Some(sum) => sum + batch_loss,
+                None => batch_loss,
+            });
+            correct = Some(match correct {
+                Some(sum) => sum + hits,
+                None => hits,
+            });
+            start += len;
+        }
+        let total = (split.len * per_sample) as f32;
+        let loss_sum =
+            read_floats(loss_sum.expect("the test split is never empty"), "eval").await?[0];
+        let hits = correct
+            .expect("the test split is never empty")
+            .into_data_async()
+            .await
+            .map_err(|err| device_error("eval", err))?
+            .try_to_vec_as::<i64>()
+            .map_err(|err| device_error("eval", format!("{err:?}")))?[0];
+        Ok(EvalRecord {
+            step,
+            loss: loss_sum / total,
+            accuracy: hits as f32 / total,
+            ms: started.elapsed().as_secs_f64() * 1e3,
+            memory,
+        })
+    }
+
+    /// Read back any losses still pending and derive the summary.
+    pub async fn finish(mut self) -> Result<Timeline, EngineError> {
+        self.read_back_losses().await?;
+        let summary = Summary::build(
+            &self.config,
+            &self.gpu.adapter,
+            &self.prediction,
+            self.baseline,
+            sampler::paged_high_water_bytes(&self.device),
+            &self.steps,
+            &self.evals,
+        );
+        Ok(Timeline {
+            summary,
+            predicted_layers: self.prediction.layers.clone(),
+            config: self.config,
+            steps: self.steps,
+            evals: self.evals,
+        })
+    }
+}
+
+fn device_error(phase: &str, err: impl std::fmt::Display) -> EngineError {
+    EngineError::Device {
+        phase: phase.into(),
+        message: err.to_string(),
+    }
+}
+
+async fn read_floats(tensor: Tensor<1>, phase: &str) -> Result<Vec<f32>, EngineError> {
+    tensor
+        .into_data_async()
+        .await
+        .map_err(|err| device_error(phase, err))?
+        .try_to_vec_as::<f32>()
+        .map_err(|err| device_error(phase, format!("{err:?}")))
+}
+
+/// Train `config` to the end, calling `on_step` after every step (for progress display).
+pub async fn train(
+    config: RunConfig,
+    gpu: &Gpu,
+    mut on_step: impl FnMut(&StepOutcome),
+) -> Result<Timeline, EngineError> {
+    let mut run = Run::new(config, gpu)?;
+    while !run.is_finished() {
+        let outcome = run.step().await?;
+        on_step(&outcome);
+    }
+    run.finish().await
+}

@@ -1,0 +1,161 @@
+//! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
+
+use super::config::{DataKind, InputKind, ModelKind, RunConfig, limits};
+use super::error::ConfigError;
+
+type Check = Result<(), ConfigError>;
+
+pub(crate) fn validate(config: &RunConfig) -> Check {
+    data(config)?;
+    model(config)?;
+    training(config)?;
+    Ok(())
+}
+
+fn int_in(field: &str, value: usize, (lo, hi): (usize, usize)) -> Check {
+    if (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::out_of_range(
+            field,
+            value,
+            format!("{lo}..={hi}"),
+        ))
+    }
+}
+
+fn float_in(field: &str, value: f64, (lo, hi): (f64, f64)) -> Check {
+    if value.is_finite() && (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::out_of_range(
+            field,
+            value,
+            format!("{lo}..={hi}"),
+        ))
+    }
+}
+
+fn data(config: &RunConfig) -> Check {
+    let data = &config.data;
+    if data.kind != DataKind::Digits {
+        int_in("data.samples", data.samples, limits::SAMPLES)?;
+    }
+    float_in(
+        "data.test_fraction",
+        data.test_fraction,
+        limits::TEST_FRACTION,
+    )?;
+    match data.kind.input_kind() {
+        InputKind::Points => float_in("data.noise", data.noise, limits::NOISE)?,
+        InputKind::Tokens => {
+            int_in("data.seq_len", data.seq_len, limits::SEQ_LEN)?;
+            int_in("data.vocab", data.vocab, limits::VOCAB)?;
+        }
+        InputKind::Images => {}
+    }
+    Ok(())
+}
+
+fn model(config: &RunConfig) -> Check {
+    let model = &config.model;
+    let input = config.data.kind.input_kind();
+    if !model.kind.accepts(input) {
+        let fits: Vec<&str> = [
+            ModelKind::Mlp,
+            ModelKind::Cnn,
+            ModelKind::Gru,
+            ModelKind::Lstm,
+            ModelKind::Transformer,
+        ]
+        .into_iter()
+        .filter(|kind| kind.accepts(input))
+        .map(ModelKind::name)
+        .collect();
+        return Err(ConfigError::invalid(
+            "model.kind",
+            format!(
+                "{} cannot train on data.kind = {}; models for it: {}",
+                model.kind.name(),
+                config.data.kind.name(),
+                fits.join(", ")
+            ),
+        ));
+    }
+    match model.kind {
+        ModelKind::Mlp => {
+            int_in("model.hidden", model.hidden.len(), limits::HIDDEN_LAYERS).map_err(|_| {
+                ConfigError::out_of_range(
+                    "model.hidden",
+                    format!("{} layers", model.hidden.len()),
+                    "0..=16 layers",
+                )
+            })?;
+            widths("model.hidden", &model.hidden, limits::WIDTH)?;
+        }
+        ModelKind::Cnn => {
+            if model.channels.len() != 2 {
+                return Err(ConfigError::invalid(
+                    "model.channels",
+                    format!(
+                        "needs exactly 2 entries (one per convolution), got {}",
+                        model.channels.len()
+                    ),
+                ));
+            }
+            widths("model.channels", &model.channels, limits::CHANNELS)?;
+            if model.hidden.is_empty() {
+                return Err(ConfigError::invalid(
+                    "model.hidden",
+                    "the CNN needs one entry: the width of its dense layer",
+                ));
+            }
+            widths("model.hidden", &model.hidden[..1], limits::WIDTH)?;
+        }
+        ModelKind::Gru | ModelKind::Lstm => int_in("model.width", model.width, limits::WIDTH)?,
+        ModelKind::Transformer => {
+            int_in("model.width", model.width, limits::WIDTH)?;
+            int_in("model.layers", model.layers, limits::LAYERS)?;
+            int_in("model.heads", model.heads, limits::HEADS)?;
+            int_in("model.ff", model.ff, limits::WIDTH)?;
+            if model.width % model.heads != 0 {
+                return Err(ConfigError::invalid(
+                    "model.heads",
+                    format!(
+                        "{} does not divide model.width = {}",
+                        model.heads, model.width
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn widths(field: &str, values: &[usize], range: (usize, usize)) -> Check {
+    for (i, &w) in values.iter().enumerate() {
+        int_in(&format!("{field}[{i}]"), w, range)?;
+    }
+    Ok(())
+}
+
+fn training(config: &RunConfig) -> Check {
+    float_in("learning_rate", config.learning_rate, limits::LEARNING_RATE)?;
+    int_in("batch_size", config.batch_size, limits::BATCH_SIZE)?;
+    let train_len = super::data::split_sizes(&config.data).0;
+    if config.batch_size > train_len {
+        return Err(ConfigError::out_of_range(
+            "batch_size",
+            config.batch_size,
+            format!("1..={train_len} (the size of the training split)"),
+        ));
+    }
+    int_in(
+        "eval_batch_size",
+        config.eval_batch_size,
+        limits::BATCH_SIZE,
+    )?;
+    int_in("steps", config.steps, limits::STEPS)?;
+    int_in("eval_every", config.eval_every, (0, limits::STEPS.1))?;
+    Ok(())
+}

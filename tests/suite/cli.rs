@@ -1,0 +1,126 @@
+//! The binary as a user runs it: exit codes, messages, files, and the summary's contract.
+
+use std::process::Command;
+
+fn vramlab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vramlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn presets_lists_one_line_each() {
+    let out = vramlab(&["presets"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        vramlab::engine::presets::PRESETS.len()
+    );
+    assert!(text.contains("spiral-mlp") && text.contains("digits-cnn"));
+}
+
+#[test]
+fn bad_config_exits_2_naming_the_field() {
+    let out = vramlab(&["train", "--set", "batch_size=0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("batch_size: 0 is out of range 1..=65536"),
+        "{err}"
+    );
+
+    let out = vramlab(&["train", "--preset", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("spiral-mlp")
+    );
+
+    let out = vramlab(&["train", "--set", "model.depth=2"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = vramlab(&["train", "--config", "/nonexistent/run.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("--config"));
+
+    let out = vramlab(&["train", "--frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn train_writes_the_timeline_files_and_a_json_summary() {
+    let out_dir = std::env::temp_dir().join(format!("vramlab-cli-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = vramlab(&[
+        "train",
+        "--preset",
+        "circle-tiny",
+        "--steps",
+        "12",
+        "--set",
+        "eval_every=5",
+        "--json",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    for key in [
+        "adapter",
+        "params",
+        "first_loss",
+        "final_loss",
+        "eval_accuracy",
+        "peak_in_use_bytes",
+        "peak_reserved_bytes",
+        "peak_in_use_by_phase",
+        "predicted_peak_bytes",
+        "predicted",
+        "median_step_ms",
+        "first_step_ms",
+        "steps",
+    ] {
+        assert!(summary.get(key).is_some(), "summary lacks {key}: {summary}");
+    }
+    for key in ["name", "backend", "shader_f16"] {
+        assert!(summary["adapter"].get(key).is_some(), "adapter lacks {key}");
+    }
+    for key in ["upload", "forward", "backward", "optimizer", "eval"] {
+        assert!(
+            summary["peak_in_use_by_phase"][key].as_u64().unwrap() > 0,
+            "phase {key}"
+        );
+    }
+    for key in ["params", "grads", "optimizer_state", "activations"] {
+        assert!(
+            summary["predicted"].get(key).is_some(),
+            "predicted lacks {key}"
+        );
+    }
+    assert_eq!(summary["steps"], 12);
+
+    let timeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("timeline.json")).unwrap())
+            .unwrap();
+    assert_eq!(timeline["summary"], summary);
+    let steps = timeline["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 12);
+    let phase = &steps[3]["phases"]["forward"];
+    for key in ["in_use_bytes", "reserved_bytes", "padding_bytes", "allocs"] {
+        assert!(phase.get(key).is_some(), "phase reading lacks {key}");
+    }
+    assert!(steps[4]["phases"].get("eval").is_some(), "step 5 evaluated");
+    let csv = std::fs::read_to_string(out_dir.join("timeline.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 13);
+    assert!(csv.starts_with("step,loss,ms,upload_in_use_bytes"));
+    let svg = std::fs::read_to_string(out_dir.join("memory.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("predicted peak"));
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}

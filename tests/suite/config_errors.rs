@@ -1,0 +1,182 @@
+//! Every invalid field gets its own error, naming the field, the value and the allowed range.
+
+use vramlab::engine::overrides::apply_override;
+use vramlab::engine::presets::preset;
+use vramlab::engine::{ConfigError, RunConfig};
+
+fn error_for(base: &str, assignment: &str) -> ConfigError {
+    let config = preset(base).unwrap();
+    match apply_override(&config, assignment) {
+        Err(err) => err,
+        Ok(config) => config
+            .validate()
+            .expect_err(&format!("{assignment} on {base} should be refused")),
+    }
+}
+
+#[test]
+fn each_invalid_field_is_named_in_its_error() {
+    // (preset, assignment, the field the error must name, text the message must contain)
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "spiral-mlp",
+            "batch_size=0",
+            "batch_size",
+            "batch_size: 0 is out of range 1..=65536",
+        ),
+        (
+            "spiral-mlp",
+            "batch_size=100000",
+            "batch_size",
+            "out of range 1..=65536",
+        ),
+        (
+            "spiral-mlp",
+            "batch_size=7000",
+            "batch_size",
+            "1..=6144 (the size of the training split)",
+        ),
+        (
+            "spiral-mlp",
+            "eval_batch_size=0",
+            "eval_batch_size",
+            "out of range 1..=65536",
+        ),
+        ("spiral-mlp", "steps=0", "steps", "out of range 1..=1000000"),
+        (
+            "spiral-mlp",
+            "learning_rate=0",
+            "learning_rate",
+            "out of range",
+        ),
+        (
+            "spiral-mlp",
+            "learning_rate=50",
+            "learning_rate",
+            "out of range",
+        ),
+        (
+            "spiral-mlp",
+            "data.samples=3",
+            "data.samples",
+            "out of range 16..=1000000",
+        ),
+        (
+            "spiral-mlp",
+            "data.noise=2",
+            "data.noise",
+            "out of range 0..=1",
+        ),
+        (
+            "spiral-mlp",
+            "data.test_fraction=0.99",
+            "data.test_fraction",
+            "out of range",
+        ),
+        (
+            "spiral-mlp",
+            "data.kind=moons",
+            "data.kind",
+            "unknown variant",
+        ),
+        (
+            "spiral-mlp",
+            "model.kind=cnn",
+            "model.kind",
+            "cannot train on data.kind = spiral",
+        ),
+        (
+            "spiral-mlp",
+            "model.hidden=[64,0]",
+            "model.hidden[1]",
+            "0 is out of range 1..=8192",
+        ),
+        (
+            "spiral-mlp",
+            "model.activation=swish",
+            "model.activation",
+            "unknown variant",
+        ),
+        (
+            "spiral-mlp",
+            "optimizer=lbfgs",
+            "optimizer",
+            "unknown variant",
+        ),
+        (
+            "spiral-mlp",
+            "memory_sampling=never",
+            "memory_sampling",
+            "unknown variant",
+        ),
+        (
+            "digits-cnn",
+            "model.channels=[8]",
+            "model.channels",
+            "exactly 2 entries",
+        ),
+        (
+            "digits-cnn",
+            "model.channels=[8,9999]",
+            "model.channels[1]",
+            "out of range 1..=512",
+        ),
+        ("digits-cnn", "model.hidden=[]", "model.hidden", "one entry"),
+        (
+            "sort-gru",
+            "data.seq_len=1",
+            "data.seq_len",
+            "out of range 2..=256",
+        ),
+        (
+            "sort-gru",
+            "data.vocab=1000",
+            "data.vocab",
+            "out of range 2..=256",
+        ),
+        (
+            "sort-gru",
+            "model.width=0",
+            "model.width",
+            "out of range 1..=8192",
+        ),
+        (
+            "sort-gru",
+            "model.kind=mlp",
+            "model.kind",
+            "models for it: gru, lstm, transformer",
+        ),
+        (
+            "sort-transformer",
+            "model.heads=3",
+            "model.heads",
+            "does not divide model.width = 64",
+        ),
+        (
+            "sort-transformer",
+            "model.layers=0",
+            "model.layers",
+            "out of range 1..=16",
+        ),
+        ("sort-transformer", "model.ff=0", "model.ff", "out of range"),
+    ];
+    for &(base, assignment, field, text) in cases {
+        let err = error_for(base, assignment);
+        let message = err.to_string();
+        assert!(
+            message.contains(field) && message.contains(text),
+            "{assignment}: expected field {field:?} and {text:?} in {message:?}"
+        );
+    }
+}
+
+#[test]
+fn unknown_fields_in_a_file_are_refused_by_path() {
+    let err = RunConfig::from_json(r#"{"model": {"kind": "mlp", "depth": 3}}"#).unwrap_err();
+    assert!(err.field().is_some_and(|f| f.starts_with("model")), "{err}");
+    assert!(err.to_string().contains("unknown field `depth`"), "{err}");
+    let err = RunConfig::from_json(r#"{"batch_size": -4}"#).unwrap_err();
+    assert_eq!(err.field(), Some("batch_size"), "{err}");
+    let err = RunConfig::from_json("{ not json").unwrap_err();
+    assert!(err.to_string().contains("line 1"), "{err}");
+}

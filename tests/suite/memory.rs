@@ -1,0 +1,151 @@
+//! Memory records are real allocator readings and behave as the phases say they should; the
+//! analytic model agrees with them where it claims to.
+
+use vramlab::engine::data::Dataset;
+use vramlab::engine::memory::{Phase, predict};
+use vramlab::engine::models::Model;
+use vramlab::engine::presets::PRESETS;
+
+use super::support::{config, gpu, mib, run};
+
+#[test]
+fn forward_allocates_and_the_optimizer_step_frees_the_activations() {
+    let (_lock, gpu) = gpu();
+    let cfg = config(
+        "spiral-mlp",
+        &["steps=4", "eval_every=0", "batch_size=2048"],
+    );
+    let predicted = predict(&cfg);
+    let timeline = run(&gpu, cfg);
+    for step in &timeline.steps[1..] {
+        let read = |p: Phase| step.phases[&p].in_use_bytes;
+        let (upload, forward, backward, optimizer) = (
+            read(Phase::Upload),
+            read(Phase::Forward),
+            read(Phase::Backward),
+            read(Phase::Optimizer),
+        );
+        println!(
+            "step {}: upload {:.2} forward {:.2} backward {:.2} optimizer {:.2} MiB (activations predicted {:.2})",
+            step.step,
+            mib(upload),
+            mib(forward),
+            mib(backward),
+            mib(optimizer),
+            mib(predicted.activations)
+        );
+        assert!(
+            forward > upload + predicted.activations / 2,
+            "forward keeps activations"
+        );
+        assert!(
+            optimizer + predicted.activations / 2 < forward,
+            "activations freed after the step"
+        );
+        assert!(backward > optimizer, "gradients are alive after backward");
+        assert!(
+            step.phases
+                .values()
+                .all(|r| r.reserved_bytes >= r.in_use_bytes)
+        );
+    }
+}
+
+#[test]
+fn peak_in_use_grows_with_batch_size() {
+    let (_lock, gpu) = gpu();
+    let peak = |batch: usize| {
+        let cfg = config(
+            "spiral-mlp",
+            &["steps=3", "eval_every=0", &format!("batch_size={batch}")],
+        );
+        let predicted = predict(&cfg).peak;
+        (run(&gpu, cfg).summary.peak_in_use_bytes, predicted)
+    };
+    let (small, small_predicted) = peak(256);
+    let (large, large_predicted) = peak(2048);
+    println!(
+        "peak in use: batch 256 {:.2} MiB, batch 2048 {:.2} MiB (predicted {:.2}, {:.2})",
+        mib(small),
+        mib(large),
+        mib(small_predicted),
+        mib(large_predicted)
+    );
+    let growth = large as f64 - small as f64;
+    let predicted_growth = large_predicted as f64 - small_predicted as f64;
+    assert!(
+        growth > 0.5 * predicted_growth,
+        "grew {growth} bytes, predicted {predicted_growth}"
+    );
+}
+
+#[test]
+fn analytic_peak_matches_the_measured_peak_within_25_percent() {
+    let (_lock, gpu) = gpu();
+    let cases: &[(&str, &[&str])] = &[
+        ("spiral-mlp", &["batch_size=256"]),
+        ("spiral-mlp", &["batch_size=2048"]),
+        ("digits-mlp", &["batch_size=512"]),
+        ("digits-cnn", &["batch_size=256"]),
+        ("digits-cnn", &["batch_size=1024"]),
+    ];
+    let mut failures = Vec::new();
+    for (name, sets) in cases {
+        let mut sets = sets.to_vec();
+        sets.extend(["steps=3", "eval_every=0"]);
+        let cfg = config(name, &sets);
+        let summary = run(&gpu, cfg).summary;
+        let measured = summary.peak_in_use_bytes as f64;
+        let predicted = summary.predicted_peak_bytes as f64;
+        let ratio = predicted / measured;
+        println!(
+            "{name} {sets:?}: measured peak {:.2} MiB, predicted {:.2} MiB, ratio {ratio:.3}",
+            measured / 1048576.0,
+            predicted / 1048576.0
+        );
+        if !(0.75..=1.25).contains(&ratio) {
+            failures.push(format!("{name} {sets:?}: ratio {ratio:.3}"));
+        }
+    }
+    assert!(failures.is_empty(), "off by more than 25%: {failures:?}");
+}
+
+#[test]
+fn analytic_parameter_count_is_the_models_own() {
+    let (_lock, gpu) = gpu();
+    for preset in PRESETS {
+        let cfg = config(preset.name, &[]);
+        let data = Dataset::build(&cfg.data, cfg.seed).unwrap();
+        let model = Model::build(&cfg, &data, &gpu.device);
+        assert_eq!(
+            predict(&cfg).param_count,
+            model.param_count() as u64,
+            "{}",
+            preset.name
+        );
+    }
+}
+
+#[test]
+fn step_sampling_reads_once_per_step() {
+    let (_lock, gpu) = gpu();
+    let timeline = run(
+        &gpu,
+        config(
+            "circle-tiny",
+            &["steps=5", "eval_every=0", "memory_sampling=step"],
+        ),
+    );
+    for step in &timeline.steps[..4] {
+        assert_eq!(
+            step.phases.keys().copied().collect::<Vec<_>>(),
+            vec![Phase::Optimizer]
+        );
+    }
+    let last = &timeline.steps[4];
+    assert_eq!(
+        last.phases.keys().copied().collect::<Vec<_>>(),
+        vec![Phase::Optimizer, Phase::Eval]
+    );
+    assert!(timeline.summary.peak_in_use_bytes > 0);
+}

@@ -1,0 +1,5 @@
+mod cli;
+mod config_errors;
+mod memory;
+mod support;
+mod training;

@@ -1,0 +1,42 @@
+//! Shared helpers: the GPU lock and short runs of presets.
+
+use std::sync::{Mutex, MutexGuard};
+
+use vramlab::engine::overrides::apply_overrides;
+use vramlab::engine::presets::preset;
+use vramlab::engine::{self, Gpu, RunConfig, Timeline};
+
+static GPU_LOCK: Mutex<()> = Mutex::new(());
+
+/// Exclusive use of the process's GPU for the caller's lifetime of the guard.
+pub fn gpu() -> (MutexGuard<'static, ()>, Gpu) {
+    let guard = GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let gpu = pollster::block_on(engine::acquire()).expect("a wgpu adapter (lavapipe in CI)");
+    (guard, gpu)
+}
+
+/// A preset with `--set`-style overrides applied.
+pub fn config(name: &str, sets: &[&str]) -> RunConfig {
+    let config = apply_overrides(preset(name).unwrap(), sets.iter().copied()).unwrap();
+    config.validate().unwrap();
+    config
+}
+
+pub fn run(gpu: &Gpu, config: RunConfig) -> Timeline {
+    pollster::block_on(engine::train(config, gpu, |_| {})).expect("the run completes")
+}
+
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Mean of the first and last `n` losses.
+pub fn loss_ends(timeline: &Timeline, n: usize) -> (f32, f32) {
+    let losses: Vec<f32> = timeline
+        .steps
+        .iter()
+        .map(|s| s.loss.expect("all read back"))
+        .collect();
+    let mean = |xs: &[f32]| xs.iter().sum::<f32>() / xs.len() as f32;
+    (mean(&losses[..n]), mean(&losses[losses.len() - n..]))
+}
