@@ -267,11 +267,46 @@ pub enum MemorySampling {
     Step,
 }
 
-/// The memory-saving strategies. Empty until the strategy features land; kept as a section now
-/// so configs written today keep parsing when it fills.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+/// The memory-saving strategies, each a field named as the CLI's `--set`, the page and the URL
+/// know it. Each is implemented in `engine::strategies::<field name>`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Strategies {}
+pub struct Strategies {
+    /// Split each batch into this many micro-batches and step once per batch (1: off).
+    pub grad_accumulation: usize,
+    /// Evaluate without autodiff (`no_grad`) or through the autodiff graph.
+    pub eval_mode: EvalMode,
+    /// Recompute some activations in backward instead of keeping them.
+    pub checkpointing: Checkpointing,
+}
+
+impl Default for Strategies {
+    fn default() -> Self {
+        Self {
+            grad_accumulation: 1,
+            eval_mode: EvalMode::NoGrad,
+            checkpointing: Checkpointing::None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EvalMode {
+    /// The model's `valid()` copy on the device without autodiff: no graph is recorded.
+    NoGrad,
+    /// The training model itself: every eval forward records a graph, as in PyTorch without
+    /// `torch.no_grad()`.
+    Autodiff,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Checkpointing {
+    None,
+    /// burn's balanced strategy: memory-bound ops are recomputed in backward.
+    Balanced,
+}
 
 impl RunConfig {
     /// Parse a JSON document, naming the field when a value has the wrong type or name.

@@ -9,6 +9,7 @@ pub mod memory;
 pub mod models;
 pub mod overrides;
 pub mod presets;
+pub mod strategies;
 pub mod train;
 mod validate;
 

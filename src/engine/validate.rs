@@ -156,6 +156,14 @@ fn training(config: &RunConfig) -> Check {
         limits::BATCH_SIZE,
     )?;
     int_in("steps", config.steps, limits::STEPS)?;
+    let k = config.strategies.grad_accumulation;
+    if !(1..=config.batch_size).contains(&k) {
+        return Err(ConfigError::out_of_range(
+            "strategies.grad_accumulation",
+            k,
+            format!("1..={} (the batch size)", config.batch_size),
+        ));
+    }
     int_in("eval_every", config.eval_every, (0, limits::STEPS.1))?;
     Ok(())
 }

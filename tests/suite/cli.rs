@@ -86,6 +86,8 @@ fn train_writes_the_timeline_files_and_a_json_summary() {
         "median_step_ms",
         "first_step_ms",
         "steps",
+        "strategies",
+        "fallbacks",
     ] {
         assert!(summary.get(key).is_some(), "summary lacks {key}: {summary}");
     }
@@ -117,6 +119,15 @@ fn train_writes_the_timeline_files_and_a_json_summary() {
         assert!(phase.get(key).is_some(), "phase reading lacks {key}");
     }
     assert!(steps[4]["phases"].get("eval").is_some(), "step 5 evaluated");
+    let step_peak = steps[3]["peak_in_use_bytes"].as_u64().unwrap();
+    let phase_max = steps[3]["phases"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["in_use_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(step_peak, phase_max, "a step's peak is its largest reading");
     let csv = std::fs::read_to_string(out_dir.join("timeline.csv")).unwrap();
     assert_eq!(csv.lines().count(), 13);
     assert!(csv.starts_with("step,loss,ms,upload_in_use_bytes"));

@@ -1,5 +1,6 @@
 mod cli;
 mod config_errors;
 mod memory;
+mod strategies;
 mod support;
 mod training;

@@ -23,7 +23,15 @@ pub fn config(name: &str, sets: &[&str]) -> RunConfig {
 }
 
 pub fn run(gpu: &Gpu, config: RunConfig) -> Timeline {
-    pollster::block_on(engine::train(config, gpu, |_| {})).expect("the run completes")
+    let timeline =
+        pollster::block_on(engine::train(config, gpu, |_| {})).expect("the run completes");
+    // Every run must start where a fresh process would: nothing of an earlier run left alive.
+    assert_eq!(
+        timeline.summary.baseline_in_use_bytes, 0,
+        "{}: a previous run left bytes in use",
+        timeline.summary.name
+    );
+    timeline
 }
 
 pub fn mib(bytes: u64) -> f64 {

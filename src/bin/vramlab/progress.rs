@@ -28,13 +28,7 @@ impl Progress {
             .phases
             .get(&Phase::Optimizer)
             .map_or(0, |r| r.in_use_bytes);
-        let peak = outcome
-            .record
-            .phases
-            .values()
-            .map(|r| r.in_use_bytes)
-            .max()
-            .unwrap_or(0);
+        let peak = outcome.record.peak_in_use_bytes;
         let loss = outcome
             .latest_loss
             .map_or_else(|| "loss …".to_string(), |l| format!("loss {l:.4}"));

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{InputKind, ModelKind, RunConfig};
+use crate::engine::config::{Checkpointing, EvalMode, InputKind, ModelKind, RunConfig};
 use crate::engine::models::cnn_geometry;
 
 const F32: u64 = 4;
@@ -60,16 +60,35 @@ fn linear_params(inputs: usize, outputs: usize) -> u64 {
     (inputs * outputs + outputs) as u64
 }
 
-/// Predict the memory of one training step of `config` (which must be valid).
-pub fn predict(config: &RunConfig) -> MemoryPrediction {
-    let (width, classes, per_sample) = data_shape(config);
-    let b = config.batch_size as u64;
-    let layers = match config.model.kind {
+/// Per-layer estimates of `config`'s model for a batch of `b` samples.
+fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
+    let (width, classes, _) = data_shape(config);
+    match config.model.kind {
         ModelKind::Mlp => mlp_layers(config, width, classes, b),
         ModelKind::Cnn => cnn_layers(config, classes, b),
         ModelKind::Gru | ModelKind::Lstm => recurrent_layers(config, classes, b),
         ModelKind::Transformer => transformer_layers(config, classes, b),
-    };
+    }
+}
+
+/// Tensors a dense or conv layer followed by an activation keeps: its output before and after
+/// the activation, or (with checkpointing) only the former, the activation being recomputed
+/// in backward.
+fn kept_per_activated_layer(config: &RunConfig) -> u64 {
+    match config.strategies.checkpointing {
+        Checkpointing::None => 2,
+        Checkpointing::Balanced => 1,
+    }
+}
+
+/// Predict the memory of one training step of `config` (which must be valid).
+pub fn predict(config: &RunConfig) -> MemoryPrediction {
+    let (width, classes, per_sample) = data_shape(config);
+    let b = config.batch_size as u64;
+    let k = config.strategies.grad_accumulation.max(1) as u64;
+    // With accumulation each pass sees one micro-batch, the largest of which has ceil(b / k).
+    let micro = b.div_ceil(k);
+    let layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
     let params = param_count * F32;
     let activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
@@ -79,15 +98,24 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         F32
     };
     let batch_for = |n: u64| n * width as u64 * input_bytes + n * per_sample as u64 * INT;
-    let batch = batch_for(b);
+    let batch = batch_for(micro);
     let eval_n = config
         .eval_batch_size
         .min(crate::engine::data::split_sizes(&config.data).1) as u64;
-    let eval_batch = batch_for(eval_n) + eval_n * (per_sample * classes) as u64 * F32;
+    let mut eval_batch = batch_for(eval_n) + eval_n * (per_sample * classes) as u64 * F32;
+    if config.strategies.eval_mode == EvalMode::Autodiff {
+        // Evaluating through autodiff keeps a training-sized graph for every eval batch.
+        eval_batch += layers_for(config, eval_n)
+            .iter()
+            .map(|l| l.activation_bytes)
+            .sum::<u64>();
+    }
     let optimizer_state = params * config.optimizer.state_copies();
     let grads = params;
     let resident = params + optimizer_state;
-    let peak = (resident + batch + activations.max(grads)).max(resident + eval_batch);
+    // From the second micro-batch on, the accumulated gradients are alive during forward.
+    let forward = activations + if k > 1 { grads } else { 0 };
+    let peak = (resident + batch + forward.max(grads)).max(resident + eval_batch);
     MemoryPrediction {
         param_count,
         params,
@@ -106,16 +134,18 @@ fn mlp_layers(config: &RunConfig, width: usize, classes: usize, b: u64) -> Vec<L
         .chain(config.model.hidden.iter().copied())
         .chain(std::iter::once(classes))
         .collect();
+    let last = widths.len() - 2;
+    let kept = kept_per_activated_layer(config);
     widths
         .windows(2)
         .enumerate()
         .map(|(i, pair)| {
-            // A hidden layer keeps its output before and after the activation; the output layer
-            // keeps its logits and the log-softmax of the loss: two tensors either way.
+            // The output layer keeps its logits and the log-softmax of the loss.
+            let kept = if i < last { kept } else { 2 };
             LayerEstimate {
                 name: format!("dense{} {}x{}", i + 1, pair[0], pair[1]),
                 params: linear_params(pair[0], pair[1]),
-                activation_bytes: 2 * b * pair[1] as u64 * F32,
+                activation_bytes: kept * b * pair[1] as u64 * F32,
             }
         })
         .collect()
@@ -127,16 +157,17 @@ fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> 
     let (side, pooled) = cnn_geometry();
     let map = (side * side) as u64;
     let pooled_map = (pooled * pooled) as u64;
+    let kept = kept_per_activated_layer(config);
     vec![
         LayerEstimate {
             name: format!("conv1 1->{c1} 3x3"),
             params: (c1 * 9 + c1) as u64,
-            activation_bytes: 2 * b * c1 as u64 * map * F32,
+            activation_bytes: kept * b * c1 as u64 * map * F32,
         },
         LayerEstimate {
             name: format!("conv2 {c1}->{c2} 3x3"),
             params: (c1 * c2 * 9 + c2) as u64,
-            activation_bytes: 2 * b * c2 as u64 * map * F32,
+            activation_bytes: kept * b * c2 as u64 * map * F32,
         },
         LayerEstimate {
             // The pooled map, and the argmax indices max-pool backward needs.
@@ -147,7 +178,7 @@ fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> 
         LayerEstimate {
             name: format!("dense {}x{hidden}", c2 as u64 * pooled_map),
             params: linear_params(c2 * pooled * pooled, hidden),
-            activation_bytes: 2 * b * hidden as u64 * F32,
+            activation_bytes: kept * b * hidden as u64 * F32,
         },
         LayerEstimate {
             name: format!("classifier {hidden}x{classes}"),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{MemorySampling, RunConfig};
+use crate::engine::config::{MemorySampling, RunConfig, Strategies};
 use crate::engine::device::AdapterInfo;
 use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase};
 
@@ -19,6 +19,38 @@ pub struct StepRecord {
     pub ms: f64,
     /// The allocator after each sampled phase.
     pub phases: BTreeMap<Phase, MemoryReading>,
+    /// The step's peak in use: the largest of its readings (eval included when it ran), not a
+    /// true high-water mark.
+    pub peak_in_use_bytes: u64,
+}
+
+impl StepRecord {
+    pub(crate) fn new(step: usize, ms: f64, phases: BTreeMap<Phase, MemoryReading>) -> Self {
+        let mut record = Self {
+            step,
+            loss: None,
+            ms,
+            phases,
+            peak_in_use_bytes: 0,
+        };
+        record.refresh_peak();
+        record
+    }
+
+    /// Add a reading taken after the step proper (the evaluation).
+    pub(crate) fn add_reading(&mut self, phase: Phase, reading: MemoryReading) {
+        self.phases.insert(phase, reading);
+        self.refresh_peak();
+    }
+
+    fn refresh_peak(&mut self) {
+        self.peak_in_use_bytes = self
+            .phases
+            .values()
+            .map(|r| r.in_use_bytes)
+            .max()
+            .unwrap_or(0);
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -69,6 +101,10 @@ pub struct Summary {
     pub first_step_ms: f64,
     pub memory_sampling: MemorySampling,
     pub peak_is: String,
+    /// The strategies the run had on, as configured.
+    pub strategies: Strategies,
+    /// Why a configured strategy could not run as asked, in words (empty when all did).
+    pub fallbacks: Vec<String>,
 }
 
 impl Summary {
@@ -121,6 +157,8 @@ impl Summary {
                 MemorySampling::Step => "largest allocator reading at the end of each step",
             }
             .into(),
+            strategies: config.strategies.clone(),
+            fallbacks: Vec::new(),
         }
     }
 }

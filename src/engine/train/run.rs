@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
-use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor};
 use web_time::Instant;
 
@@ -15,6 +14,9 @@ use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
 use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase, predict, sampler};
 use crate::engine::models::Model;
+use crate::engine::strategies::checkpointing::training_device;
+use crate::engine::strategies::eval_mode::{eval_model, release_orphaned_graphs};
+use crate::engine::strategies::grad_accumulation::{loss_scale, micro_batches};
 
 use super::optimizer;
 use super::records::{EvalRecord, StepRecord, Summary, Timeline};
@@ -65,10 +67,12 @@ impl Run {
             })?;
         // A previous run on this device may have left pages cached; start where a fresh
         // process would, so runs compare.
+        // An earlier run's autodiff graphs are freed only by a sweep burn runs after backward.
+        release_orphaned_graphs(&gpu.device.clone().autodiff());
         sampler::release_cache(&gpu.device)?;
         let baseline = sampler::read(&gpu.device, "start")?;
         gpu.device.seed(config.seed);
-        let device = gpu.device.clone().autodiff();
+        let device = training_device(&gpu.device, config.strategies.checkpointing);
         let model = Model::build(&config, &data, &device);
         let inner = gpu.device.clone();
         Ok(Self {
@@ -127,43 +131,56 @@ impl Run {
         let started = Instant::now();
 
         let picked = self.order.next_indices(self.config.batch_size);
-        let batch = self
-            .data
-            .train
-            .batch(&picked, self.data.targets_per_sample, &self.device);
-        if per_phase {
-            phases.insert(Phase::Upload, self.reading(Phase::Upload)?);
-        }
-
         let model = self
             .model
             .take()
             .expect("the model is back after every step");
-        let logits = model.forward(&batch.inputs);
-        let loss = self.loss.forward(logits, batch.targets.clone());
-        if per_phase {
-            phases.insert(Phase::Forward, self.reading(Phase::Forward)?);
+        // One pass per micro-batch (one in all when accumulation is off); each phase keeps its
+        // largest reading over the micro-batches.
+        let record = |phases: &mut BTreeMap<Phase, MemoryReading>, phase: Phase| {
+            if per_phase {
+                let reading = sampler::read(&self.device, phase.name())?;
+                let slot = phases.entry(phase).or_insert(reading);
+                *slot = slot.max(reading);
+            }
+            Ok::<(), EngineError>(())
+        };
+        let mut accumulated = GradientsAccumulator::<Model>::new();
+        let mut step_loss: Option<Tensor<1>> = None;
+        for micro in micro_batches(&picked, self.config.strategies.grad_accumulation) {
+            let batch = self
+                .data
+                .train
+                .batch(micro, self.data.targets_per_sample, &self.device);
+            record(&mut phases, Phase::Upload)?;
+
+            let logits = model.forward(&batch.inputs);
+            let mut loss = self.loss.forward(logits, batch.targets);
+            if micro.len() != picked.len() {
+                loss = loss.mul_scalar(loss_scale(micro.len(), picked.len()));
+            }
+            record(&mut phases, Phase::Forward)?;
+
+            accumulated.accumulate(&model, GradientsParams::from_grads(loss.backward(), &model));
+            record(&mut phases, Phase::Backward)?;
+            let loss = loss.detach();
+            step_loss = Some(match step_loss {
+                Some(sum) => sum + loss,
+                None => loss,
+            });
         }
 
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        if per_phase {
-            phases.insert(Phase::Backward, self.reading(Phase::Backward)?);
-        }
-
-        let model = self.optimizer.step(self.config.learning_rate, model, grads);
+        let model = self
+            .optimizer
+            .step(self.config.learning_rate, model, accumulated.grads());
         self.model = Some(model);
-        self.pending_losses.push((index, loss.detach()));
-        drop(batch);
+        let step_loss = step_loss.expect("a batch has at least one micro-batch");
+        self.pending_losses.push((index, step_loss));
         // The end-of-step reading is taken in both modes; its sync also makes `ms` honest.
         phases.insert(Phase::Optimizer, self.reading(Phase::Optimizer)?);
         let ms = started.elapsed().as_secs_f64() * 1e3;
 
-        self.steps.push(StepRecord {
-            step: index + 1,
-            loss: None,
-            ms,
-            phases,
-        });
+        self.steps.push(StepRecord::new(index + 1, ms, phases));
 
         let step = index + 1;
         let last = step == self.config.steps;
@@ -173,7 +190,7 @@ impl Run {
         }
         let eval = if eval_due {
             let eval = self.evaluate(step).await?;
-            self.steps[index].phases.insert(Phase::Eval, eval.memory);
+            self.steps[index].add_reading(Phase::Eval, eval.memory);
             self.evals.push(eval.clone());
             Some(eval)
         } else {
@@ -200,16 +217,21 @@ impl Run {
         Ok(())
     }
 
-    /// Loss and accuracy on the whole test split, in batches of `eval_batch_size`, on the
-    /// device without autodiff (no graph is recorded).
+    /// Loss and accuracy on the whole test split, in batches of `eval_batch_size`, on the model
+    /// and device `strategies.eval_mode` picks.
     async fn evaluate(&mut self, step: usize) -> Result<EvalRecord, EngineError> {
         let started = Instant::now();
-        let inner = self.gpu.device.clone();
-        let model = self
-            .model
-            .as_ref()
-            .expect("model present between steps")
-            .valid();
+        let (model, device) = eval_model(
+            self.config.strategies.eval_mode,
+            self.model.as_ref().expect("model present between steps"),
+            &self.gpu.device,
+            &self.device,
+        );
+        let loss_fn = if device.is_autodiff() {
+            &self.loss
+        } else {
+            &self.eval_loss
+        };
         let split = &self.data.test;
         let per_sample = self.data.targets_per_sample;
         let mut memory = MemoryReading::default();
@@ -220,12 +242,14 @@ impl Run {
             let len = self.config.eval_batch_size.min(split.len - start);
             let Batch {
                 inputs, targets, ..
-            } = split.range_batch(start, len, per_sample, &inner);
+            } = split.range_batch(start, len, per_sample, &device);
             let logits = model.forward(&inputs);
-            memory = memory.max(sampler::read(&inner, Phase::Eval.name())?);
+            memory = memory.max(sampler::read(&device, Phase::Eval.name())?);
             let targets_n = targets.dims()[0];
+            // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
+            // (the lesson is the graph, not a leak of our own making).
             let batch_loss =
-                self.eval_loss.forward(logits.clone(), targets.clone()) * targets_n as f32;
+                (loss_fn.forward(logits.clone(), targets.clone()) * targets_n as f32).detach();
             let hits = logits
                 .argmax(1)
                 .reshape([targets_n])

@@ -1,0 +1,5 @@
+//! The memory-saving strategies, one file per config field of `strategies`.
+
+pub mod checkpointing;
+pub mod eval_mode;
+pub mod grad_accumulation;
