@@ -32,28 +32,53 @@ fn both(gpu: &Gpu, base: &[&str], on: &[&str]) -> (RunConfig, Timeline, RunConfi
     (off_cfg, off, on_cfg, on)
 }
 
+/// A strategy's effect on activation bytes: measured and predicted, off and on.
+struct ActivationEffect {
+    measured: (u64, u64),
+    predicted: (u64, u64),
+    off: Timeline,
+    on: Timeline,
+}
+
+fn activation_effect(gpu: &Gpu, base: &[&str], on: &[&str]) -> ActivationEffect {
+    let (off_cfg, off, on_cfg, on) = both(gpu, base, on);
+    ActivationEffect {
+        measured: (measured_activations(&off), measured_activations(&on)),
+        predicted: (predict(&off_cfg).activations, predict(&on_cfg).activations),
+        off,
+        on,
+    }
+}
+
+impl ActivationEffect {
+    fn print(&self, label: &str) {
+        println!(
+            "{label}: activations {:.2} -> {:.2} MiB (predicted {:.2} -> {:.2}); peak in use {:.2} -> {:.2} MiB; ms/step {:.1} -> {:.1}",
+            mib(self.measured.0),
+            mib(self.measured.1),
+            mib(self.predicted.0),
+            mib(self.predicted.1),
+            mib(self.off.summary.peak_in_use_bytes),
+            mib(self.on.summary.peak_in_use_bytes),
+            self.off.summary.median_step_ms,
+            self.on.summary.median_step_ms
+        );
+    }
+}
+
 #[test]
 fn grad_accumulation_cuts_activations_about_k_fold() {
     let (_lock, gpu) = gpu();
     let base = ["steps=3", "eval_every=0", "batch_size=2048"];
-    let (off_cfg, off, on_cfg, on) = both(&gpu, &base, &["strategies.grad_accumulation=4"]);
-    let (a_off, a_on) = (measured_activations(&off), measured_activations(&on));
-    let (p_off, p_on) = (predict(&off_cfg).activations, predict(&on_cfg).activations);
-    println!(
-        "grad_accumulation 1 -> 4: activations {:.2} -> {:.2} MiB (predicted {:.2} -> {:.2}); peak in use {:.2} -> {:.2} MiB",
-        mib(a_off),
-        mib(a_on),
-        mib(p_off),
-        mib(p_on),
-        mib(off.summary.peak_in_use_bytes),
-        mib(on.summary.peak_in_use_bytes)
-    );
+    let effect = activation_effect(&gpu, &base, &["strategies.grad_accumulation=4"]);
+    effect.print("grad_accumulation 1 -> 4");
+    let (a_off, a_on) = effect.measured;
     let ratio = a_on as f64 / a_off as f64;
     assert!(
         (0.15..=0.35).contains(&ratio),
         "activations fell to {ratio:.3} of off, expected ~0.25"
     );
-    assert!(on.summary.peak_in_use_bytes < off.summary.peak_in_use_bytes);
+    assert!(effect.on.summary.peak_in_use_bytes < effect.off.summary.peak_in_use_bytes);
 }
 
 #[test]
@@ -148,25 +173,16 @@ fn one_huge_eval_batch_spikes_memory() {
 fn checkpointing_keeps_fewer_activations() {
     let (_lock, gpu) = gpu();
     let base = ["steps=3", "eval_every=0", "batch_size=2048"];
-    let (off_cfg, off, on_cfg, on) = both(&gpu, &base, &["strategies.checkpointing=balanced"]);
-    let (a_off, a_on) = (measured_activations(&off), measured_activations(&on));
-    let (p_off, p_on) = (predict(&off_cfg).activations, predict(&on_cfg).activations);
-    println!(
-        "checkpointing none -> balanced: activations {:.2} -> {:.2} MiB (predicted {:.2} -> {:.2}); ms/step {:.1} -> {:.1}",
-        mib(a_off),
-        mib(a_on),
-        mib(p_off),
-        mib(p_on),
-        off.summary.median_step_ms,
-        on.summary.median_step_ms
-    );
+    let effect = activation_effect(&gpu, &base, &["strategies.checkpointing=balanced"]);
+    effect.print("checkpointing none -> balanced");
+    let ((a_off, a_on), (p_off, p_on)) = (effect.measured, effect.predicted);
     let saved = a_off as f64 - a_on as f64;
     let predicted_saved = p_off as f64 - p_on as f64;
     assert!(
         saved > 0.5 * predicted_saved,
         "saved {saved} bytes, predicted {predicted_saved}"
     );
-    for (a, b) in off.steps.iter().zip(&on.steps) {
+    for (a, b) in effect.off.steps.iter().zip(&effect.on.steps) {
         let (a, b) = (a.loss.unwrap(), b.loss.unwrap());
         assert!(
             (a - b).abs() <= 1e-4 * a.abs().max(1.0),

@@ -65,9 +65,8 @@ impl Run {
                 phase: "data".into(),
                 message,
             })?;
-        // A previous run on this device may have left pages cached; start where a fresh
-        // process would, so runs compare.
-        // An earlier run's autodiff graphs are freed only by a sweep burn runs after backward.
+        // A previous run on this device may have left graphs (freed only by the sweep burn runs
+        // after a backward) and cached pages; start where a fresh process would, so runs compare.
         release_orphaned_graphs(&gpu.device.clone().autodiff());
         sampler::release_cache(&gpu.device)?;
         let baseline = sampler::read(&gpu.device, "start")?;
@@ -164,10 +163,7 @@ impl Run {
             accumulated.accumulate(&model, GradientsParams::from_grads(loss.backward(), &model));
             record(&mut phases, Phase::Backward)?;
             let loss = loss.detach();
-            step_loss = Some(match step_loss {
-                Some(sum) => sum + loss,
-                None => loss,
-            });
+            step_loss = Some(add_to(step_loss, loss));
         }
 
         let model = self
@@ -256,14 +252,8 @@ impl Run {
                 .equal(targets)
                 .int()
                 .sum();
-            loss_sum = Some(match loss_sum {
-                Some(sum) => sum + batch_loss,
-                None => batch_loss,
-            });
-            correct = Some(match correct {
-                Some(sum) => sum + hits,
-                None => hits,
-            });
+            loss_sum = Some(add_to(loss_sum, batch_loss));
+            correct = Some(add_to(correct, hits));
             start += len;
         }
         let total = (split.len * per_sample) as f32;
@@ -304,6 +294,15 @@ impl Run {
             steps: self.steps,
             evals: self.evals,
         })
+    }
+}
+
+/// A running sum that starts at its first term (device tensors have no cheap zero of the right
+/// shape and dtype at hand).
+fn add_to<T: std::ops::Add<Output = T>>(sum: Option<T>, term: T) -> T {
+    match sum {
+        Some(sum) => sum + term,
+        None => term,
     }
 }
 
