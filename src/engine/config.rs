@@ -278,6 +278,15 @@ pub struct Strategies {
     pub eval_mode: EvalMode,
     /// Recompute some activations in backward instead of keeping them.
     pub checkpointing: Checkpointing,
+    /// Forward and backward in f16 with f32 master weights and a loss scaler, or everything in
+    /// f16 without a scaler.
+    pub mixed_precision: MixedPrecision,
+    /// Keep each step's loss as a detached scalar, or keep the loss tensors and the step's
+    /// activations alive across steps (the `total_loss += loss` leak).
+    pub loss_bookkeeping: LossBookkeeping,
+    /// Let an activation take its input's buffer when nothing else needs it (`true`), or force
+    /// it to write a copy while the input stays alive (`false`).
+    pub inplace_activation: bool,
 }
 
 impl Default for Strategies {
@@ -286,6 +295,9 @@ impl Default for Strategies {
             grad_accumulation: 1,
             eval_mode: EvalMode::NoGrad,
             checkpointing: Checkpointing::None,
+            mixed_precision: MixedPrecision::Off,
+            loss_bookkeeping: LossBookkeeping::Scalar,
+            inplace_activation: true,
         }
     }
 }
@@ -306,6 +318,36 @@ pub enum Checkpointing {
     None,
     /// burn's balanced strategy: memory-bound ops are recomputed in backward.
     Balanced,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MixedPrecision {
+    Off,
+    /// f16 compute from f32 master weights, with a dynamic loss scaler.
+    F16,
+    /// Parameters, gradients, optimizer state and compute all in f16, no loss scaling (the
+    /// `model.half()` recipe).
+    F16Unscaled,
+}
+
+impl MixedPrecision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::F16 => "f16",
+            Self::F16Unscaled => "f16_unscaled",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LossBookkeeping {
+    /// Detach each loss right after backward; only its value is kept.
+    Scalar,
+    /// Keep every step's loss tensor, logits and layer outputs (up to a cap).
+    Graph,
 }
 
 impl RunConfig {

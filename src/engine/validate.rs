@@ -1,6 +1,6 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
 
-use super::config::{DataKind, InputKind, ModelKind, RunConfig, limits};
+use super::config::{DataKind, InputKind, MixedPrecision, ModelKind, RunConfig, limits};
 use super::error::ConfigError;
 
 type Check = Result<(), ConfigError>;
@@ -165,5 +165,24 @@ fn training(config: &RunConfig) -> Check {
         ));
     }
     int_in("eval_every", config.eval_every, (0, limits::STEPS.1))?;
+    strategies(config)
+}
+
+fn strategies(config: &RunConfig) -> Check {
+    let precision = config.strategies.mixed_precision;
+    let kind = config.model.kind;
+    if precision != MixedPrecision::Off && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
+        // burn's GRU and LSTM build their hidden-state buffers in the default float type (f32)
+        // inside their forward pass, which cannot mix with f16 activations.
+        return Err(ConfigError::invalid(
+            "strategies.mixed_precision",
+            format!(
+                "{} is not available for model.kind = {} (burn's recurrent cells keep f32 state); \
+                 models for it: mlp, cnn, transformer; or use off",
+                precision.name(),
+                kind.name()
+            ),
+        ));
+    }
     Ok(())
 }

@@ -225,3 +225,217 @@ fn optimizer_state_is_zero_one_and_two_copies_of_the_parameters() {
         "adam state {adam_state:.3}x params"
     );
 }
+
+#[test]
+fn mixed_precision_f16_keeps_at_most_six_tenths_of_the_activations() {
+    let (_lock, gpu) = gpu();
+    let base = ["steps=12", "eval_every=0", "batch_size=2048"];
+    let effect = activation_effect(&gpu, &base, &["strategies.mixed_precision=f16"]);
+    effect.print("mixed_precision off -> f16");
+    let summary = &effect.on.summary;
+    if !gpu.adapter.shader_f16 {
+        // The run must fall back to f32 and say why.
+        assert!(
+            summary.fallbacks.iter().any(|f| f.contains("shader-f16")),
+            "{:?}",
+            summary.fallbacks
+        );
+        return;
+    }
+    let (a_off, a_on) = effect.measured;
+    let ratio = a_on as f64 / a_off as f64;
+    assert!(ratio <= 0.6, "f16 activations are {ratio:.3} of f32");
+    assert_eq!(summary.loss_scale, Some(65536.0));
+    assert_eq!(summary.skipped_steps, 0);
+    assert!(
+        effect
+            .on
+            .steps
+            .iter()
+            .all(|s| s.loss_scale == Some(65536.0))
+    );
+    let (f32_loss, f16_loss) = (
+        effect.off.summary.final_loss.unwrap(),
+        summary.final_loss.unwrap(),
+    );
+    assert!(
+        (f32_loss - f16_loss).abs() < 0.05,
+        "f16 with f32 master weights should track f32: {f32_loss} vs {f16_loss}"
+    );
+}
+
+#[test]
+fn pure_f16_with_adam_loses_what_scaled_f16_keeps() {
+    let (_lock, gpu) = gpu();
+    if !gpu.adapter.shader_f16 {
+        println!("skipped: adapter {} has no shader-f16", gpu.adapter.name);
+        return;
+    }
+    let base = [
+        "steps=30",
+        "eval_every=0",
+        "batch_size=2048",
+        "optimizer=adam",
+    ];
+    let runs: Vec<(&str, Timeline)> = ["off", "f16", "f16_unscaled"]
+        .into_iter()
+        .map(|mode| {
+            let mut sets = base.to_vec();
+            let set = format!("strategies.mixed_precision={mode}");
+            sets.push(&set);
+            (mode, run(&gpu, config("spiral-mlp", &sets)))
+        })
+        .collect();
+    for (mode, t) in &runs {
+        println!(
+            "{mode}: loss {:?} -> {:?}, parameters+batch after upload {:.3} MiB, peak {:.2} MiB",
+            t.summary.first_loss,
+            t.summary.final_loss,
+            mib(phase_peak(t, Phase::Upload)),
+            mib(t.summary.peak_in_use_bytes)
+        );
+    }
+    let final_loss = |i: usize| runs[i].1.summary.final_loss.unwrap_or(f32::NAN);
+    let (f32_loss, mixed, pure) = (final_loss(0), final_loss(1), final_loss(2));
+    assert!((f32_loss - mixed).abs() < 0.05, "{f32_loss} vs {mixed}");
+    assert!(
+        !pure.is_finite() || pure > f32_loss + 0.1,
+        "pure f16 was expected to diverge or lag: {pure} vs {f32_loss}"
+    );
+    // `model.half()` halves the parameters resident after upload (the batch stays f32).
+    let (p_off, p_pure) = (
+        phase_peak(&runs[0].1, Phase::Upload),
+        phase_peak(&runs[2].1, Phase::Upload),
+    );
+    assert!(p_pure < p_off, "{p_pure} vs {p_off}");
+}
+
+#[test]
+fn mixed_precision_is_refused_for_recurrent_models() {
+    let mut cfg = config("sort-gru", &[]);
+    cfg.strategies.mixed_precision = vramlab::engine::config::MixedPrecision::F16;
+    let err = cfg.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("strategies.mixed_precision") && err.contains("mlp, cnn, transformer"),
+        "{err}"
+    );
+}
+
+#[test]
+fn keeping_loss_graphs_grows_memory_every_step() {
+    let (_lock, gpu) = gpu();
+    let base = ["steps=6", "eval_every=0", "batch_size=2048"];
+    let (_, scalar, graph_cfg, graph) = both(&gpu, &base, &["strategies.loss_bookkeeping=graph"]);
+    let resident = |t: &Timeline| -> Vec<u64> {
+        t.steps
+            .iter()
+            .map(|s| s.phases[&Phase::Optimizer].in_use_bytes)
+            .collect()
+    };
+    let (flat, growing) = (resident(&scalar), resident(&graph));
+    let predicted = predict(&graph_cfg).leak_per_step as f64;
+    let per_step = (growing[5] as f64 - growing[1] as f64) / 4.0;
+    println!(
+        "loss_bookkeeping scalar -> graph: in use after steps 2..6 {:?} vs {:?} MiB; growth {:.2} MiB/step (predicted {:.2})",
+        flat[1..]
+            .iter()
+            .map(|&b| (mib(b) * 100.0).round() / 100.0)
+            .collect::<Vec<_>>(),
+        growing[1..]
+            .iter()
+            .map(|&b| (mib(b) * 100.0).round() / 100.0)
+            .collect::<Vec<_>>(),
+        per_step / 1048576.0,
+        predicted / 1048576.0
+    );
+    // Flat but for the pending one-element loss tensors awaiting their grouped readback.
+    assert!(
+        flat[5] - flat[1] < 64 << 10,
+        "scalar bookkeeping must stay flat: {flat:?}"
+    );
+    assert!(growing.windows(2).all(|w| w[1] > w[0]), "{growing:?}");
+    assert!(
+        (0.75..=1.25).contains(&(per_step / predicted)),
+        "growth {per_step} vs predicted {predicted}"
+    );
+    assert_eq!(graph.summary.leaked_bytes as f64, 6.0 * predicted);
+}
+
+#[test]
+fn a_leaking_run_stops_growing_at_the_cap() {
+    let (_lock, gpu) = gpu();
+    // One 4096-wide hidden layer at batch 4096: 64 MiB held per step, so the 256 MiB cap
+    // stops the leak at step 4.
+    let cfg = config(
+        "spiral-mlp",
+        &[
+            "steps=6",
+            "eval_every=0",
+            "data.samples=8192",
+            "batch_size=4096",
+            "model.hidden=[4096]",
+            "strategies.loss_bookkeeping=graph",
+        ],
+    );
+    let timeline = run(&gpu, cfg);
+    let resident: Vec<u64> = timeline
+        .steps
+        .iter()
+        .map(|s| s.phases[&Phase::Optimizer].in_use_bytes)
+        .collect();
+    println!(
+        "capped leak: in use after each step {:?} MiB, fallbacks {:?}",
+        resident.iter().map(|&b| mib(b).round()).collect::<Vec<_>>(),
+        timeline.summary.fallbacks
+    );
+    assert!(timeline.summary.leaked_bytes <= 256 << 20);
+    assert!(
+        resident[5] - resident[3] < 64 << 10,
+        "no growth after the cap: {resident:?}"
+    );
+    assert!(
+        timeline
+            .summary
+            .fallbacks
+            .iter()
+            .any(|f| f.contains("step 4")),
+        "{:?}",
+        timeline.summary.fallbacks
+    );
+}
+
+#[test]
+fn an_activation_that_cannot_work_in_place_holds_one_more_tensor_per_layer() {
+    let (_lock, gpu) = gpu();
+    let base = ["steps=2", "eval_every=0", "batch_size=2048"];
+    let (_, inplace, copy_cfg, copy) = both(&gpu, &base, &["strategies.inplace_activation=false"]);
+    let predicted: Vec<u64> = predict(&copy_cfg)
+        .layers
+        .iter()
+        .map(|l| l.output_bytes)
+        .filter(|&b| b > 0)
+        .collect();
+    let (a, b) = (
+        &inplace.summary.activation_layers_in_use,
+        &copy.summary.activation_layers_in_use,
+    );
+    assert_eq!(a.len(), predicted.len());
+    for (layer, ((&a, &b), &p)) in a.iter().zip(b).zip(&predicted).enumerate() {
+        let extra = b as f64 - a as f64;
+        println!(
+            "layer {}: in use after the activation {:.2} MiB in place, {:.2} MiB as a copy: +{:.2} MiB (predicted +{:.2})",
+            layer + 1,
+            mib(a),
+            mib(b),
+            extra / 1048576.0,
+            mib(p)
+        );
+        assert!(
+            (0.75..=1.25).contains(&(extra / p as f64)),
+            "layer {}: +{extra} bytes, predicted +{p}",
+            layer + 1
+        );
+    }
+    // Same arithmetic either way.
+    assert_eq!(inplace.summary.final_loss, copy.summary.final_loss);
+}

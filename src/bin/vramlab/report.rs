@@ -92,9 +92,41 @@ pub fn print_table(summary: &Summary) {
             .to_lowercase(),
         ),
     ];
+    let mut rows = rows;
+    rows.push(("strategies".into(), strategies_line(summary)));
+    if let Some(scale) = summary.loss_scale {
+        rows.push((
+            "loss scale (f16)".into(),
+            format!(
+                "{scale} at the end, {} steps skipped",
+                summary.skipped_steps
+            ),
+        ));
+    }
+    if summary.leaked_bytes > 0 {
+        rows.push((
+            "held by loss bookkeeping".into(),
+            format!("{:.2} MiB", mib(summary.leaked_bytes)),
+        ));
+    }
+    for fallback in &summary.fallbacks {
+        rows.push(("note".into(), fallback.clone()));
+    }
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (key, value) in rows {
         println!("{key:<width$}  {value}");
+    }
+}
+
+/// The strategies as `name=value` pairs, in the names `--set strategies.<name>` takes.
+fn strategies_line(summary: &Summary) -> String {
+    match serde_json::to_value(&summary.strategies) {
+        Ok(serde_json::Value::Object(fields)) => fields
+            .iter()
+            .map(|(name, value)| format!("{name}={}", value.to_string().trim_matches('"')))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
     }
 }
 

@@ -13,7 +13,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{Checkpointing, EvalMode, InputKind, ModelKind, RunConfig};
+use crate::engine::config::{
+    Checkpointing, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind, RunConfig,
+};
 use crate::engine::models::cnn_geometry;
 
 const F32: u64 = 4;
@@ -27,6 +29,10 @@ pub struct LayerEstimate {
     pub params: u64,
     /// Bytes this layer leaves in the autodiff graph for one training batch.
     pub activation_bytes: u64,
+    /// Bytes of the layer's activated output, for layers whose activation vramlab applies
+    /// (MLP and CNN; 0 elsewhere): what a `graph` leak holds per step, and what an activation
+    /// that cannot work in place needs beside its input.
+    pub output_bytes: u64,
 }
 
 /// The prediction for a whole config, in bytes (but `param_count`).
@@ -43,6 +49,8 @@ pub struct MemoryPrediction {
     pub eval_batch: u64,
     /// The largest of the sampled moments: after forward, after backward, or during evaluation.
     pub peak: u64,
+    /// Bytes `loss_bookkeeping` = `graph` holds per step (0 with `scalar`).
+    pub leak_per_step: u64,
     pub layers: Vec<LayerEstimate>,
 }
 
@@ -63,12 +71,22 @@ fn linear_params(inputs: usize, outputs: usize) -> u64 {
 /// Per-layer estimates of `config`'s model for a batch of `b` samples.
 fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
     let (width, classes, _) = data_shape(config);
-    match config.model.kind {
+    let mut layers = match config.model.kind {
         ModelKind::Mlp => mlp_layers(config, width, classes, b),
         ModelKind::Cnn => cnn_layers(config, classes, b),
         ModelKind::Gru | ModelKind::Lstm => recurrent_layers(config, classes, b),
         ModelKind::Transformer => transformer_layers(config, classes, b),
+    };
+    if config.strategies.mixed_precision != MixedPrecision::Off {
+        // Everything before the head is computed and kept in f16; the head's logits are cast
+        // to f32 for the loss, so its share stays as it is.
+        let head = layers.len() - 1;
+        for layer in &mut layers[..head] {
+            layer.activation_bytes /= 2;
+            layer.output_bytes /= 2;
+        }
     }
+    layers
 }
 
 /// Tensors a dense or conv layer followed by an activation keeps: its output before and after
@@ -90,8 +108,23 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let micro = b.div_ceil(k);
     let layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
-    let params = param_count * F32;
-    let activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
+    let precision = config.strategies.mixed_precision;
+    let params = match precision {
+        MixedPrecision::F16Unscaled => param_count * 2,
+        _ => param_count * F32,
+    };
+    let mut activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
+    if precision == MixedPrecision::F16 {
+        // The f16 copy of the weights each forward pass computes with, kept for backward.
+        activations += param_count * 2;
+    }
+    let logits_bytes = micro * (per_sample * classes) as u64 * F32;
+    let leak_per_step = match config.strategies.loss_bookkeeping {
+        LossBookkeeping::Scalar => 0,
+        LossBookkeeping::Graph => {
+            k * (layers.iter().map(|l| l.output_bytes).sum::<u64>() + logits_bytes)
+        }
+    };
     let input_bytes = if config.data.kind.input_kind() == InputKind::Tokens {
         INT
     } else {
@@ -125,6 +158,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         batch,
         eval_batch,
         peak,
+        leak_per_step,
         layers,
     }
 }
@@ -141,11 +175,13 @@ fn mlp_layers(config: &RunConfig, width: usize, classes: usize, b: u64) -> Vec<L
         .enumerate()
         .map(|(i, pair)| {
             // The output layer keeps its logits and the log-softmax of the loss.
-            let kept = if i < last { kept } else { 2 };
+            let (kept, activated) = if i < last { (kept, 1) } else { (2, 0) };
+            let output = b * pair[1] as u64 * F32;
             LayerEstimate {
                 name: format!("dense{} {}x{}", i + 1, pair[0], pair[1]),
                 params: linear_params(pair[0], pair[1]),
-                activation_bytes: kept * b * pair[1] as u64 * F32,
+                activation_bytes: kept * output,
+                output_bytes: activated * output,
             }
         })
         .collect()
@@ -163,27 +199,32 @@ fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> 
             name: format!("conv1 1->{c1} 3x3"),
             params: (c1 * 9 + c1) as u64,
             activation_bytes: kept * b * c1 as u64 * map * F32,
+            output_bytes: b * c1 as u64 * map * F32,
         },
         LayerEstimate {
             name: format!("conv2 {c1}->{c2} 3x3"),
             params: (c1 * c2 * 9 + c2) as u64,
             activation_bytes: kept * b * c2 as u64 * map * F32,
+            output_bytes: b * c2 as u64 * map * F32,
         },
         LayerEstimate {
             // The pooled map, and the argmax indices max-pool backward needs.
             name: "maxpool 2x2".into(),
             params: 0,
             activation_bytes: b * c2 as u64 * pooled_map * (F32 + INT),
+            output_bytes: 0,
         },
         LayerEstimate {
             name: format!("dense {}x{hidden}", c2 as u64 * pooled_map),
             params: linear_params(c2 * pooled * pooled, hidden),
             activation_bytes: kept * b * hidden as u64 * F32,
+            output_bytes: b * hidden as u64 * F32,
         },
         LayerEstimate {
             name: format!("classifier {hidden}x{classes}"),
             params: linear_params(hidden, classes),
             activation_bytes: 2 * b * classes as u64 * F32,
+            output_bytes: 0,
         },
     ]
 }
@@ -202,6 +243,7 @@ fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEsti
             name: format!("embedding {tokens}x{h}"),
             params: (tokens * h) as u64,
             activation_bytes: b * length * h as u64 * F32,
+            output_bytes: 0,
         },
         LayerEstimate {
             name: format!(
@@ -210,11 +252,13 @@ fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEsti
             ),
             params: gates * (linear_params(h, h) + linear_params(h, h)),
             activation_bytes: kept_per_step * b * length * h as u64 * F32,
+            output_bytes: 0,
         },
         LayerEstimate {
             name: format!("classifier {h}x{classes}"),
             params: linear_params(h, classes),
             activation_bytes: 2 * b * length * classes as u64 * F32,
+            output_bytes: 0,
         },
     ]
 }
@@ -228,6 +272,7 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
         name: format!("embeddings {tokens}+{length} x{d}"),
         params: (tokens + length) * d,
         activation_bytes: 3 * b * length * d * F32,
+        output_bytes: 0,
     }];
     for i in 0..m.layers {
         // Q, K, V, context, projection, two residual sums and two layer norms of [B, L, d];
@@ -239,12 +284,14 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
             name: format!("encoder{} d{d} ff{ff} h{heads}", i + 1),
             params: 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d,
             activation_bytes: (b * length * per_token + b * scores) * F32,
+            output_bytes: 0,
         });
     }
     layers.push(LayerEstimate {
         name: format!("classifier {d}x{classes}"),
         params: d * classes as u64 + classes as u64,
         activation_bytes: 2 * b * length * classes as u64 * F32,
+        output_bytes: 0,
     });
     layers
 }

@@ -8,6 +8,8 @@ use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor};
 
+use crate::engine::strategies::inplace_activation::Tap;
+
 /// Side of the input images and of the feature map after pooling.
 pub const SIDE: usize = 8;
 pub const POOLED: usize = SIDE / 2;
@@ -48,14 +50,14 @@ impl Cnn {
     /// # Shapes
     /// - input: `[batch, 64]` (8x8 images, row-major)
     /// - output: `[batch, classes]`
-    pub fn forward(&self, input: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, input: Tensor<2>, tap: &mut Tap) -> Tensor<2> {
         let [batch, _] = input.dims();
         let x = input.reshape([batch, 1, SIDE, SIDE]);
-        let x = self.activation.forward(self.conv1.forward(x));
-        let x = self.activation.forward(self.conv2.forward(x));
+        let x = tap.activate(&self.activation, self.conv1.forward(x));
+        let x = tap.activate(&self.activation, self.conv2.forward(x));
         let x = self.pool.forward(x);
         let x = x.flatten(1, 3);
-        let x = self.activation.forward(self.dense.forward(x));
+        let x = tap.activate(&self.activation, self.dense.forward(x));
         self.classifier.forward(x)
     }
 }

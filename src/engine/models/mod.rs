@@ -16,6 +16,7 @@ pub use transformer::{Transformer, TransformerSize};
 
 use super::config::{Activation, ModelKind, RunConfig};
 use super::data::{BatchInputs, Dataset};
+use super::strategies::inplace_activation::Tap;
 
 /// Side of the CNN's input images and of its feature map after pooling.
 pub fn cnn_geometry() -> (usize, usize) {
@@ -82,17 +83,23 @@ impl Model {
         }
     }
 
+    /// Whether the model applies its activations itself (through a [`Tap`]).
+    pub fn has_tapped_activations(&self) -> bool {
+        matches!(self, Self::Mlp(_) | Self::Cnn(_))
+    }
+
     /// Parameters, counted from the module's own tensors.
     pub fn param_count(&self) -> usize {
         self.num_params()
     }
 
     /// Logits for every target: `[batch * targets_per_sample, classes]`. Sequence models answer
-    /// only at the query positions (the second half of the input).
-    pub fn forward(&self, inputs: &BatchInputs) -> Tensor<2> {
+    /// only at the query positions (the second half of the input). The MLP and the CNN apply
+    /// their activations through `tap`; the recurrent and attention layers are burn's own.
+    pub fn forward(&self, inputs: &BatchInputs, tap: &mut Tap) -> Tensor<2> {
         match (self, inputs) {
-            (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone()),
-            (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone()),
+            (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone(), tap),
+            (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone(), tap),
             (Self::Recurrent(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
             (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
             _ => unreachable!("validation pairs every model with an input it takes"),

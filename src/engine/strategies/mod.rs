@@ -3,3 +3,6 @@
 pub mod checkpointing;
 pub mod eval_mode;
 pub mod grad_accumulation;
+pub mod inplace_activation;
+pub mod loss_bookkeeping;
+pub mod mixed_precision;

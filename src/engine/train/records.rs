@@ -22,6 +22,12 @@ pub struct StepRecord {
     /// The step's peak in use: the largest of its readings (eval included when it ran), not a
     /// true high-water mark.
     pub peak_in_use_bytes: u64,
+    /// The loss scale the step's backward used (`mixed_precision` = `f16` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<f32>,
+    /// The loss scaler found inf or NaN in the gradients and skipped the optimizer step.
+    #[serde(default)]
+    pub skipped: bool,
 }
 
 impl StepRecord {
@@ -32,6 +38,8 @@ impl StepRecord {
             ms,
             phases,
             peak_in_use_bytes: 0,
+            loss_scale: None,
+            skipped: false,
         };
         record.refresh_peak();
         record
@@ -105,6 +113,26 @@ pub struct Summary {
     pub strategies: Strategies,
     /// Why a configured strategy could not run as asked, in words (empty when all did).
     pub fallbacks: Vec<String>,
+    /// The loss scaler's scale at the end (`mixed_precision` = `f16` only).
+    pub loss_scale: Option<f32>,
+    /// Steps the loss scaler skipped because a gradient was inf or NaN.
+    pub skipped_steps: usize,
+    /// Bytes `loss_bookkeeping` = `graph` holds on purpose at the end of the run.
+    pub leaked_bytes: u64,
+    /// Per activated layer, in use right after its activation in a no-grad forward pass of
+    /// one training batch, minus in use before that pass (MLP and CNN; see
+    /// `strategies::inplace_activation`).
+    pub activation_layers_in_use: Vec<u64>,
+}
+
+/// What the strategies themselves report at the end of a run.
+#[derive(Clone, Debug, Default)]
+pub struct StrategyOutcome {
+    pub fallbacks: Vec<String>,
+    pub loss_scale: Option<f32>,
+    pub skipped_steps: usize,
+    pub leaked_bytes: u64,
+    pub activation_layers_in_use: Vec<u64>,
 }
 
 impl Summary {
@@ -116,6 +144,7 @@ impl Summary {
         paged_high_water_bytes: u64,
         steps: &[StepRecord],
         evals: &[EvalRecord],
+        outcome: StrategyOutcome,
     ) -> Self {
         let mut by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
         let mut peak = MemoryReading::default();
@@ -158,7 +187,11 @@ impl Summary {
             }
             .into(),
             strategies: config.strategies.clone(),
-            fallbacks: Vec::new(),
+            fallbacks: outcome.fallbacks,
+            loss_scale: outcome.loss_scale,
+            skipped_steps: outcome.skipped_steps,
+            leaked_bytes: outcome.leaked_bytes,
+            activation_layers_in_use: outcome.activation_layers_in_use,
         }
     }
 }

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, FloatDType, Int, Tensor};
 use web_time::Instant;
 
-use crate::engine::config::{MemorySampling, RunConfig};
-use crate::engine::data::{Batch, BatchOrder, Dataset};
+use crate::engine::config::{LossBookkeeping, MemorySampling, MixedPrecision, RunConfig};
+use crate::engine::data::{Batch, BatchInputs, BatchOrder, Dataset};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
 use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase, predict, sampler};
@@ -17,9 +18,14 @@ use crate::engine::models::Model;
 use crate::engine::strategies::checkpointing::training_device;
 use crate::engine::strategies::eval_mode::{eval_model, release_orphaned_graphs};
 use crate::engine::strategies::grad_accumulation::{loss_scale, micro_batches};
+use crate::engine::strategies::inplace_activation::Tap;
+use crate::engine::strategies::loss_bookkeeping::LeakedSteps;
+use crate::engine::strategies::mixed_precision::{
+    self, GradScaler, cast_inputs, compute_copy, compute_dtype,
+};
 
 use super::optimizer;
-use super::records::{EvalRecord, StepRecord, Summary, Timeline};
+use super::records::{EvalRecord, StepRecord, StrategyOutcome, Summary, Timeline};
 
 /// Losses are read back in groups of this many steps: a readback waits for the device, and
 /// waiting every step would serialise the host and the GPU.
@@ -54,6 +60,12 @@ pub struct Run {
     /// Detached loss tensors not yet read back, with their step index (0-based).
     pending_losses: Vec<(usize, Tensor<1>)>,
     latest_loss: Option<f32>,
+    /// The mixed-precision mode in effect (`off` when the adapter cannot do what was asked).
+    precision: MixedPrecision,
+    scaler: Option<GradScaler>,
+    /// What `loss_bookkeeping` = `graph` keeps alive.
+    leaked: Option<LeakedSteps>,
+    fallbacks: Vec<String>,
 }
 
 impl Run {
@@ -72,7 +84,12 @@ impl Run {
         let baseline = sampler::read(&gpu.device, "start")?;
         gpu.device.seed(config.seed);
         let device = training_device(&gpu.device, config.strategies.checkpointing);
-        let model = Model::build(&config, &data, &device);
+        let (precision, fallback) =
+            mixed_precision::resolve(config.strategies.mixed_precision, &gpu.adapter);
+        let mut model = Model::build(&config, &data, &device);
+        if precision == MixedPrecision::F16Unscaled {
+            model = mixed_precision::half(model);
+        }
         let inner = gpu.device.clone();
         Ok(Self {
             order: BatchOrder::new(data.train.len, config.seed),
@@ -89,6 +106,11 @@ impl Run {
             evals: Vec::new(),
             pending_losses: Vec::new(),
             latest_loss: None,
+            precision,
+            scaler: (precision == MixedPrecision::F16).then(GradScaler::default),
+            leaked: (config.strategies.loss_bookkeeping == LossBookkeeping::Graph)
+                .then(LeakedSteps::default),
+            fallbacks: fallback.into_iter().collect(),
             config,
         })
     }
@@ -153,22 +175,51 @@ impl Run {
                 .batch(micro, self.data.targets_per_sample, &self.device);
             record(&mut phases, Phase::Upload)?;
 
-            let logits = model.forward(&batch.inputs);
+            let inputs = cast_inputs(&batch.inputs, compute_dtype(self.precision));
+            let mut tap = Tap::plain(self.config.strategies.inplace_activation);
+            if self.leaked.is_some() {
+                tap.held = Some(Vec::new());
+            }
+            let logits = self.forward(&model, &inputs, &mut tap);
+            let held_logits = self.leaked.is_some().then(|| logits.clone());
             let mut loss = self.loss.forward(logits, batch.targets);
             if micro.len() != picked.len() {
                 loss = loss.mul_scalar(loss_scale(micro.len(), picked.len()));
             }
             record(&mut phases, Phase::Forward)?;
 
-            accumulated.accumulate(&model, GradientsParams::from_grads(loss.backward(), &model));
+            let scaled = match &self.scaler {
+                Some(scaler) => loss.clone().mul_scalar(scaler.scale()),
+                None => loss.clone(),
+            };
+            accumulated.accumulate(
+                &model,
+                GradientsParams::from_grads(scaled.backward(), &model),
+            );
             record(&mut phases, Phase::Backward)?;
-            let loss = loss.detach();
-            step_loss = Some(add_to(step_loss, loss));
+            if let (Some(leaked), Some(logits)) = (&mut self.leaked, held_logits) {
+                let mut held = tap.held.take().unwrap_or_default();
+                held.push(logits);
+                leaked.hold(index + 1, loss.clone(), held);
+            }
+            step_loss = Some(add_to(step_loss, loss.detach()));
         }
 
-        let model = self
-            .optimizer
-            .step(self.config.learning_rate, model, accumulated.grads());
+        let used_scale = self.scaler.as_ref().map(GradScaler::scale);
+        let mut grads = accumulated.grads();
+        let mut skipped = false;
+        if let Some(scaler) = &mut self.scaler {
+            let (unscaled, poisoned) = scaler.unscale(grads, &model);
+            grads = unscaled;
+            // One readback per step, as PyTorch's scaler does with its found-inf flag.
+            let poisoned = read_floats(poisoned, "loss scaler").await?[0];
+            skipped = !scaler.update(poisoned.is_finite());
+        }
+        let model = if skipped {
+            model
+        } else {
+            self.optimizer.step(self.config.learning_rate, model, grads)
+        };
         self.model = Some(model);
         let step_loss = step_loss.expect("a batch has at least one micro-batch");
         self.pending_losses.push((index, step_loss));
@@ -176,7 +227,10 @@ impl Run {
         phases.insert(Phase::Optimizer, self.reading(Phase::Optimizer)?);
         let ms = started.elapsed().as_secs_f64() * 1e3;
 
-        self.steps.push(StepRecord::new(index + 1, ms, phases));
+        let mut record = StepRecord::new(index + 1, ms, phases);
+        record.loss_scale = used_scale;
+        record.skipped = skipped;
+        self.steps.push(record);
 
         let step = index + 1;
         let last = step == self.config.steps;
@@ -239,7 +293,9 @@ impl Run {
             let Batch {
                 inputs, targets, ..
             } = split.range_batch(start, len, per_sample, &device);
-            let logits = model.forward(&inputs);
+            let inputs = cast_inputs(&inputs, compute_dtype(self.precision));
+            let mut tap = Tap::plain(self.config.strategies.inplace_activation);
+            let logits = self.forward(&model, &inputs, &mut tap);
             memory = memory.max(sampler::read(&device, Phase::Eval.name())?);
             let targets_n = targets.dims()[0];
             // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
@@ -275,9 +331,63 @@ impl Run {
         })
     }
 
+    /// The model's forward pass in the run's precision, with f32 logits for the loss.
+    fn forward(&self, model: &Model, inputs: &BatchInputs, tap: &mut Tap) -> Tensor<2> {
+        match self.precision {
+            MixedPrecision::Off => model.forward(inputs, tap),
+            MixedPrecision::F16 => compute_copy(model)
+                .forward(inputs, tap)
+                .cast(FloatDType::F32),
+            MixedPrecision::F16Unscaled => model.forward(inputs, tap).cast(FloatDType::F32),
+        }
+    }
+
+    /// In use after each activation of a no-grad forward pass over one (micro-)batch of
+    /// training samples, above in use before it: what `inplace_activation` changes.
+    fn probe_activations(&self) -> Result<Vec<u64>, EngineError> {
+        let model = self.model.as_ref().expect("model present between steps");
+        if !model.has_tapped_activations() {
+            return Ok(Vec::new());
+        }
+        let inner = &self.gpu.device;
+        let model = model.valid();
+        let len = self
+            .config
+            .batch_size
+            .div_ceil(self.config.strategies.grad_accumulation);
+        let batch = self
+            .data
+            .train
+            .range_batch(0, len, self.data.targets_per_sample, inner);
+        let inputs = cast_inputs(&batch.inputs, compute_dtype(self.precision));
+        let before = sampler::read(inner, "probe")?.in_use_bytes;
+        let mut tap = Tap::plain(self.config.strategies.inplace_activation);
+        tap.probe = Some((inner.clone(), Vec::new()));
+        drop(self.forward(&model, &inputs, &mut tap));
+        let (_, readings) = tap.probe.take().expect("set above");
+        readings
+            .into_iter()
+            .map(|reading| reading.map(|bytes| bytes.saturating_sub(before)))
+            .collect()
+    }
+
     /// Read back any losses still pending and derive the summary.
     pub async fn finish(mut self) -> Result<Timeline, EngineError> {
         self.read_back_losses().await?;
+        let mut fallbacks = std::mem::take(&mut self.fallbacks);
+        if let Some(step) = self.leaked.as_ref().and_then(LeakedSteps::capped_at_step) {
+            fallbacks.push(format!(
+                "loss_bookkeeping graph: the leak stopped growing at step {step}, at the cap of {} MiB",
+                crate::engine::strategies::loss_bookkeeping::LEAK_CAP_BYTES >> 20
+            ));
+        }
+        let outcome = StrategyOutcome {
+            fallbacks,
+            loss_scale: self.scaler.as_ref().map(GradScaler::scale),
+            skipped_steps: self.scaler.as_ref().map_or(0, GradScaler::skipped_steps),
+            leaked_bytes: self.leaked.as_ref().map_or(0, LeakedSteps::bytes),
+            activation_layers_in_use: self.probe_activations()?,
+        };
         let summary = Summary::build(
             &self.config,
             &self.gpu.adapter,
@@ -286,6 +396,7 @@ impl Run {
             sampler::paged_high_water_bytes(&self.device),
             &self.steps,
             &self.evals,
+            outcome,
         );
         Ok(Timeline {
             summary,
