@@ -8,3 +8,7 @@ export PATH="$CARGO_HOME/bin:$PATH"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$VRAMLAB_CACHE/xdg-runtime}"
 mkdir -p "$VRAMLAB_CACHE" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
+# Web tools (wasm-bindgen-cli, trunk) and npm tools (binaryen's wasm-opt, playwright-core).
+export VRAMLAB_TOOLS="$VRAMLAB_CACHE/tools"
+export VRAMLAB_NPM="$VRAMLAB_CACHE/npm"
+export PATH="$VRAMLAB_TOOLS/bin:$VRAMLAB_NPM/node_modules/.bin:$PATH"

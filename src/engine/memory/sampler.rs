@@ -75,9 +75,21 @@ fn device_error(phase: &str, err: impl std::fmt::Display) -> EngineError {
     }
 }
 
-/// Wait for the device, then read its allocator.
+/// Make the allocator see every queued op. Natively: wait for the device (which also makes step
+/// times honest). In the browser a blocking wait is not possible; there, flushing fusion's queue
+/// is enough, because cubecl allocates and frees on the host when it enqueues work, so the
+/// pool's counters are current once the queue is out.
+fn settle(device: &Device) -> Result<(), String> {
+    #[cfg(not(target_arch = "wasm32"))]
+    let settled = device.sync();
+    #[cfg(target_arch = "wasm32")]
+    let settled = device.flush();
+    settled.map_err(|err| err.to_string())
+}
+
+/// Settle the device, then read its allocator.
 pub fn read(device: &Device, phase: &str) -> Result<MemoryReading, EngineError> {
-    device.sync().map_err(|err| device_error(phase, err))?;
+    settle(device).map_err(|err| device_error(phase, err))?;
     let usage = device.memory_pool_usage().unwrap_or_default();
     Ok(MemoryReading {
         in_use_bytes: usage.bytes_in_use,
@@ -101,7 +113,7 @@ pub fn paged_high_water_bytes(device: &Device) -> u64 {
 
 /// Release cached pages so a run starts from the device's baseline.
 pub fn release_cache(device: &Device) -> Result<(), EngineError> {
-    device.sync().map_err(|err| device_error("cleanup", err))?;
+    settle(device).map_err(|err| device_error("cleanup", err))?;
     device.memory_cleanup();
     Ok(())
 }

@@ -1,0 +1,145 @@
+// End-to-end test of the page as a new user meets it: Debian Chromium (WebGPU on SwiftShader)
+// driven by playwright-core. Usage: node page.mjs DIST_DIR SCREENSHOT_DIR
+// Serves DIST_DIR itself, so nothing else has to be running.
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+// playwright-core lives with the other npm tools outside the clone (see .ci/web-tools).
+const npmRoot = process.env.VRAMLAB_NPM ?? path.join(process.env.HOME, '.cache/vramlab/npm');
+const { chromium } = createRequire(path.join(npmRoot, 'package.json'))('playwright-core');
+
+const [dist, shots] = process.argv.slice(2);
+if (!dist || !shots) {
+  console.error('usage: node page.mjs DIST_DIR SCREENSHOT_DIR');
+  process.exit(2);
+}
+fs.mkdirSync(shots, { recursive: true });
+
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+const server = http.createServer((req, res) => {
+  const url = new URL(req.url, 'http://x');
+  const file = path.join(dist, url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname));
+  if (!file.startsWith(path.resolve(dist)) || !fs.existsSync(file)) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+const base = `http://127.0.0.1:${server.address().port}/`;
+
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  // Playwright's own default flags are replaced by the ones measured to keep WebGPU working
+  // (SwiftShader); it only needs the pipe it talks over.
+  ignoreDefaultArgs: true,
+  timeout: 60_000,
+  args: ['--remote-debugging-pipe', '--headless', '--no-sandbox', '--enable-unsafe-webgpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-chromium-')}`],
+});
+
+let failures = 0;
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures += 1;
+};
+
+const context = await browser.newContext({ viewport: { width: 1280, height: 1100 } });
+const page = await context.newPage();
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+
+const points = (id) => page.$eval(`#${id} svg`, (svg) => Number(svg.dataset.points));
+const peakMiB = async () => Number((await page.textContent('#peak-in-use')).split(' ')[0]);
+async function trainToEnd(label) {
+  const started = Date.now();
+  // The DOM click: Playwright's own would wait for the page to settle, and the first step of a
+  // new shape compiles kernels on the page's thread.
+  await page.$eval('#start', (b) => b.click());
+  await page.waitForFunction(() => ['finished', 'stopped'].includes(document.querySelector('#status')?.textContent),
+    null, { timeout: 600_000 });
+  const status = await page.textContent('#status');
+  console.log(`     ${label}: ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return status;
+}
+
+// 1. First load: the adapter card fills, training runs, the charts fill.
+const loadStarted = Date.now();
+await page.goto(`${base}#preset=spiral-mlp&steps=6&eval_every=3&batch_size=512&model.hidden=[128,128]`);
+// Long tasks (the page's thread busy for 50 ms or more) while training.
+await page.evaluate(() => {
+  window.longTasks = [];
+  new PerformanceObserver((list) => list.getEntries().forEach((e) => window.longTasks.push(e.duration)))
+    .observe({ type: 'longtask', buffered: true });
+});
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+console.log(`     adapter after ${((Date.now() - loadStarted) / 1000).toFixed(1)} s: ${await page.textContent('#adapter-card dl')}`);
+await page.$eval('#step', (b) => b.click());
+await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'paused', null, { timeout: 600_000 });
+console.log(`     first step done ${((Date.now() - loadStarted) / 1000).toFixed(1)} s after page load`);
+check(await points('memory-chart') > 0, 'one step puts a point on the memory chart');
+check(await trainToEnd('spiral-mlp 2-128-128-2, 6 steps, batch 512') === 'finished', 'a run trains to the end');
+const tasks = await page.evaluate(() => window.longTasks);
+console.log(`     long tasks while training: ${tasks.length}, longest ${Math.max(0, ...tasks).toFixed(0)} ms`);
+check(await points('memory-chart') >= 12, 'memory chart filled (in use and reserved per step)');
+check(await points('loss-chart') >= 6, 'loss chart filled');
+const off = await peakMiB();
+await page.screenshot({ path: path.join(shots, '1-trained.png'), fullPage: true });
+
+// 2. Switch a strategy: gradient accumulation over 4 micro-batches lowers the peak.
+await page.fill('input[name="strategies.grad_accumulation"]', '4');
+await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
+check(page.url().includes('strategies.grad_accumulation=4'), 'the URL carries the strategy');
+await trainToEnd('with grad_accumulation=4');
+const on = await peakMiB();
+console.log(`     peak in use: ${off} MiB -> ${on} MiB with grad_accumulation=4`);
+check(on < 0.7 * off, 'the measured peak falls with gradient accumulation');
+await page.screenshot({ path: path.join(shots, '2-grad-accumulation.png'), fullPage: true });
+
+// 3. The shared URL reproduces the configuration.
+const shared = page.url();
+const again = await context.newPage();
+await again.goto(shared);
+await again.waitForSelector('input[name="batch_size"]');
+check(await again.inputValue('input[name="batch_size"]') === '512', 'reloaded URL: batch size');
+check(await again.inputValue('input[name="model.hidden"]') === '128,128', 'reloaded URL: model');
+check(await again.inputValue('input[name="strategies.grad_accumulation"]') === '4', 'reloaded URL: strategy');
+await again.close();
+
+// 4. A bad field in the URL falls back to defaults with a note naming the field.
+await page.goto(`${base}#preset=spiral-mlp&batch_size=0`);
+await page.reload();
+await page.waitForSelector('#url-note', { timeout: 60_000 });
+const note = await page.textContent('#url-note');
+check(note.includes('batch_size') && note.includes('1..='), `bad URL note names the field: "${note}"`);
+
+// 5. f16 on an adapter without shader-f16 runs in f32 and says why.
+await page.goto(`${base}#preset=spiral-mlp&steps=2&batch_size=256&strategies.mixed_precision=f16`);
+await page.reload();
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+const f16 = await page.textContent('#shader-f16');
+await trainToEnd('mixed_precision=f16');
+const notes = await page.$$eval('.fallback', (ps) => ps.map((p) => p.textContent));
+if (f16 === 'no') {
+  check(notes.some((n) => n.includes('no shader-f16')), `f16 fallback reported: ${JSON.stringify(notes)}`);
+} else {
+  check(notes.length === 0, 'adapter has shader-f16: no fallback');
+}
+await page.screenshot({ path: path.join(shots, '3-f16-fallback.png'), fullPage: true });
+
+// 6. A bad edit is refused with the field and range, and the page keeps working.
+await page.fill('input[name="batch_size"]', '0');
+await page.dispatchEvent('input[name="batch_size"]', 'change');
+const refused = await page.textContent('#refused');
+check(refused.includes('batch_size') && refused.includes('1..='), `bad edit refused: "${refused}"`);
+
+check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+console.log(`screenshots: ${path.resolve(shots)}`);
+await browser.close();
+server.close();
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,325 @@
+//! The page: configuration on the left, live charts on the right.
+
+use leptos::prelude::*;
+use vramlab::engine::memory::{Phase, predict};
+use wasm_bindgen::JsCast;
+
+use crate::charts::{LineChart, PhaseBars, Rule, Series};
+use crate::config_panel::{ConfigPanel, Editor};
+use crate::session::{self, Live, Status};
+use crate::url_state;
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1048576.0
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    let from_url = url_state::parse(&url_state::current_hash());
+    let editor = Editor {
+        preset: RwSignal::new(from_url.preset),
+        config: RwSignal::new(from_url.config),
+        refused: RwSignal::new(None),
+    };
+    let url_note = RwSignal::new(from_url.note);
+    let live = Live::new();
+
+    // The URL follows the configuration, so a link reproduces the setup.
+    Effect::new(move |_| {
+        let hash = url_state::render(&editor.preset.get(), &editor.config.get());
+        url_state::store(&hash);
+    });
+    // Ask for the adapter up front: the adapter card, and the f16 choice, depend on it.
+    leptos::task::spawn_local(async move {
+        session::gpu(live).await;
+    });
+
+    let running = move || matches!(live.status.get(), Status::Running | Status::Starting);
+    let start = move |_| session::start(live, editor.config.get_untracked(), true);
+    let pause = move |_| session::pause(live);
+    let resume = move |_| session::resume(live);
+    let one_step = move |_| {
+        if session::has_run() {
+            session::single_step(live);
+        } else {
+            session::start(live, editor.config.get_untracked(), false);
+        }
+    };
+    let reset = move |_| session::reset(live);
+
+    view! {
+        <header>
+            <h1>"vramlab"</h1>
+            <p class="tagline">
+                "Train a real model on your GPU (WebGPU) and watch what each memory-saving trick does \
+                 to the allocator's bytes. Measured numbers come from the allocator; predictions are estimates."
+            </p>
+        </header>
+        {move || url_note.get().map(|n| view! { <p class="note" id="url-note">{n}</p> })}
+        {move || live.no_webgpu.get().map(|m| view! { <p class="error" id="no-webgpu">{m}</p> })}
+        <main>
+            <div class="left">
+                <AdapterCard live=live />
+                <ConfigPanel editor=editor adapter=live.adapter />
+                {move || editor.refused.get().map(|r| view! { <p class="error" id="refused">{r}</p> })}
+                <PredictionCard editor=editor />
+            </div>
+            <div class="right">
+                <section class="panel controls">
+                    <button id="start" on:click=start disabled=running>"Start"</button>
+                    <button id="pause" on:click=pause disabled=move || !running()>"Pause"</button>
+                    <button id="resume" on:click=resume
+                        disabled=move || live.status.get() != Status::Paused>"Resume"</button>
+                    <button id="step" on:click=one_step disabled=running>"One step"</button>
+                    <button id="reset" on:click=reset>"Reset"</button>
+                    <span id="status" class="status">{move || live.status.get().label()}</span>
+                    <span class="progress">{move || {
+                        let done = live.steps.with(Vec::len);
+                        format!("step {done} / {}", editor.config.with(|c| c.steps))
+                    }}</span>
+                </section>
+                {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
+                <Charts live=live />
+                <SummaryCard live=live />
+            </div>
+        </main>
+    }
+}
+
+#[component]
+fn AdapterCard(live: Live) -> impl IntoView {
+    view! {
+        <section class="panel" id="adapter-card">
+            <h2>"Adapter"</h2>
+            {move || match live.adapter.get() {
+                Some(a) => view! {
+                    <dl>
+                        <dt>"name"</dt><dd>{if a.name.is_empty() { "(not disclosed by the browser)".to_string() } else { a.name.clone() }}</dd>
+                        <dt>"backend"</dt><dd>{a.backend.clone()}</dd>
+                        <dt>"shader-f16"</dt><dd id="shader-f16">{if a.shader_f16 { "yes" } else { "no" }}</dd>
+                        <dt>"max buffer"</dt><dd>{format!("{:.0} MiB", mib(a.max_buffer_size))}</dd>
+                    </dl>
+                }.into_any(),
+                None => view! { <p>"asking the browser for a WebGPU adapter..."</p> }.into_any(),
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn PredictionCard(editor: Editor) -> impl IntoView {
+    let prediction = Memo::new(move |_| predict(&editor.config.get()));
+    view! {
+        <section class="panel" id="prediction">
+            <h2>"Analytic prediction (estimate)"</h2>
+            {move || {
+                let p = prediction.get();
+                view! {
+                    <dl>
+                        <dt>"parameters"</dt><dd id="param-count">{p.param_count}</dd>
+                        <dt>"params"</dt><dd>{format!("{:.2} MiB", mib(p.params))}</dd>
+                        <dt>"gradients"</dt><dd>{format!("{:.2} MiB", mib(p.grads))}</dd>
+                        <dt>"optimizer state"</dt><dd>{format!("{:.2} MiB", mib(p.optimizer_state))}</dd>
+                        <dt>"activations"</dt><dd>{format!("{:.2} MiB", mib(p.activations))}</dd>
+                        <dt>"peak"</dt><dd id="predicted-peak">{format!("{:.2} MiB", mib(p.peak))}</dd>
+                    </dl>
+                }
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn Charts(live: Live) -> impl IntoView {
+    let memory = Signal::derive(move || {
+        live.steps.with(|steps| {
+            let pick = |f: fn(&vramlab::engine::memory::MemoryReading) -> u64| {
+                steps
+                    .iter()
+                    .map(|s| {
+                        let top = s.phases.values().map(f).max().unwrap_or(0);
+                        (s.step as f64, mib(top))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            vec![
+                Series {
+                    name: "in use (peak of the step)".into(),
+                    color: "#1f77b4",
+                    points: pick(|r| r.in_use_bytes),
+                    dashed: false,
+                },
+                Series {
+                    name: "reserved".into(),
+                    color: "#ff7f0e",
+                    points: pick(|r| r.reserved_bytes),
+                    dashed: false,
+                },
+            ]
+        })
+    });
+    let memory_rules = Signal::derive(move || {
+        live.prediction
+            .get()
+            .map(|p| {
+                vec![Rule {
+                    label: format!("predicted peak {:.2} MiB", mib(p.peak)),
+                    y: mib(p.peak),
+                    color: "#2ca02c",
+                }]
+            })
+            .unwrap_or_default()
+    });
+    let losses = Signal::derive(move || {
+        let train = live.steps.with(|s| {
+            s.iter()
+                .filter_map(|r| r.loss.map(|l| (r.step as f64, l as f64)))
+                .collect()
+        });
+        let test = live
+            .evals
+            .with(|e| e.iter().map(|r| (r.step as f64, r.loss as f64)).collect());
+        vec![
+            Series {
+                name: "train".into(),
+                color: "#1f77b4",
+                points: train,
+                dashed: false,
+            },
+            Series {
+                name: "test".into(),
+                color: "#d62728",
+                points: test,
+                dashed: false,
+            },
+        ]
+    });
+    let throughput = Signal::derive(move || {
+        let batch = live.batch_size.get() as f64;
+        let wall = live.wall_ms.get();
+        let mut steps_per_s = Vec::new();
+        for (i, pair) in wall.windows(2).enumerate() {
+            let dt = (pair[1] - pair[0]).max(1e-3);
+            steps_per_s.push(((i + 2) as f64, 1000.0 / dt));
+        }
+        vec![
+            Series {
+                name: "steps/s".into(),
+                color: "#9467bd",
+                points: steps_per_s.clone(),
+                dashed: false,
+            },
+            Series {
+                name: "samples/s / 1000".into(),
+                color: "#8c564b",
+                points: steps_per_s
+                    .iter()
+                    .map(|&(x, y)| (x, y * batch / 1000.0))
+                    .collect(),
+                dashed: true,
+            },
+        ]
+    });
+    let phases = Signal::derive(move || {
+        live.steps.with(|steps| {
+            steps
+                .last()
+                .map(|s| {
+                    Phase::ALL
+                        .iter()
+                        .filter_map(|p| {
+                            s.phases
+                                .get(p)
+                                .map(|r| (p.name().to_string(), mib(r.in_use_bytes)))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    view! {
+        <LineChart id="memory-chart" title="Memory over steps" unit="MiB" series=memory rules=memory_rules />
+        <PhaseBars phases=phases />
+        <LineChart id="loss-chart" title="Loss" unit="cross-entropy" series=losses />
+        <LineChart id="throughput-chart" title="Throughput" unit="per second" series=throughput />
+    }
+}
+
+fn download(name: &str, mime: &str, text: &str) {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&text.into());
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    if let Ok(anchor) = document.create_element("a")
+        && let Ok(anchor) = anchor.dyn_into::<web_sys::HtmlAnchorElement>()
+    {
+        anchor.set_href(&url);
+        anchor.set_download(name);
+        anchor.click();
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+fn csv(timeline: &vramlab::engine::Timeline) -> String {
+    let mut out = String::from("step,loss,ms,peak_in_use_bytes");
+    for phase in Phase::ALL {
+        out.push_str(&format!(
+            ",{0}_in_use_bytes,{0}_reserved_bytes",
+            phase.name()
+        ));
+    }
+    out.push('\n');
+    for s in &timeline.steps {
+        out.push_str(&format!(
+            "{},{},{:.3},{}",
+            s.step,
+            s.loss.map_or(String::new(), |l| l.to_string()),
+            s.ms,
+            s.peak_in_use_bytes
+        ));
+        for phase in Phase::ALL {
+            match s.phases.get(&phase) {
+                Some(r) => out.push_str(&format!(",{},{}", r.in_use_bytes, r.reserved_bytes)),
+                None => out.push_str(",,"),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[component]
+fn SummaryCard(live: Live) -> impl IntoView {
+    view! {
+        {move || live.timeline.get().map(|t| {
+            let s = &t.summary;
+            let json = serde_json::to_string_pretty(&t).unwrap_or_default();
+            let table = csv(&t);
+            let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
+            view! {
+                <section class="panel" id="summary">
+                    <h2>"Summary (measured)"</h2>
+                    <dl>
+                        <dt>"peak in use"</dt><dd id="peak-in-use">{format!("{:.2} MiB", mib(s.peak_in_use_bytes))}</dd>
+                        <dt>"peak reserved"</dt><dd>{format!("{:.2} MiB", mib(s.peak_reserved_bytes))}</dd>
+                        <dt>"predicted peak (estimate)"</dt><dd>{format!("{:.2} MiB", mib(s.predicted_peak_bytes))}</dd>
+                        <dt>"loss"</dt><dd>{format!("{} -> {}", loss(s.first_loss), loss(s.final_loss))}</dd>
+                        <dt>"test accuracy"</dt><dd>{s.eval_accuracy.map_or("-".into(), |a| format!("{:.1}%", a * 100.0))}</dd>
+                        <dt>"ms/step (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
+                    </dl>
+                    {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.clone()}</p> }).collect_view()}
+                    <button id="export-json" on:click=move |_| download("vramlab-run.json", "application/json", &json)>"Export JSON"</button>
+                    <button id="export-csv" on:click=move |_| download("vramlab-run.csv", "text/csv", &table)>"Export CSV"</button>
+                </section>
+            }
+        })}
+    }
+}

@@ -1,0 +1,261 @@
+//! The training session behind the page: one engine `Run` at a time, stepped in short async
+//! slices that hand control back to the browser between steps so the page never freezes.
+//! What the charts show lives in signals; the run itself (GPU tensors, not `Send`) stays in a
+//! thread-local, the page having one thread.
+
+use std::cell::{Cell, RefCell};
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use vramlab::engine::memory::MemoryPrediction;
+use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
+use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire};
+use wasm_bindgen::JsCast;
+
+thread_local! {
+    static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
+    /// Bumped by reset and by every new start, so a loop from an older run stops.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Idle,
+    Starting,
+    Running,
+    Paused,
+    Finished,
+    Failed,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Idle => "ready",
+            Self::Starting => "starting (compiling kernels)",
+            Self::Running => "training",
+            Self::Paused => "paused",
+            Self::Finished => "finished",
+            Self::Failed => "stopped",
+        }
+    }
+}
+
+/// Everything the page shows about the current run.
+#[derive(Clone, Copy)]
+pub struct Live {
+    pub status: RwSignal<Status>,
+    pub error: RwSignal<Option<String>>,
+    pub adapter: RwSignal<Option<AdapterInfo>>,
+    /// Set when no adapter could be had: what is missing and how to get it.
+    pub no_webgpu: RwSignal<Option<String>>,
+    pub steps: RwSignal<Vec<StepRecord>>,
+    pub evals: RwSignal<Vec<EvalRecord>>,
+    /// Page-clock time (ms) at the end of each step, for throughput.
+    pub wall_ms: RwSignal<Vec<f64>>,
+    pub prediction: RwSignal<Option<MemoryPrediction>>,
+    pub batch_size: RwSignal<usize>,
+    pub timeline: RwSignal<Option<Timeline>>,
+}
+
+impl Live {
+    pub fn new() -> Self {
+        Self {
+            status: RwSignal::new(Status::Idle),
+            error: RwSignal::new(None),
+            adapter: RwSignal::new(None),
+            no_webgpu: RwSignal::new(None),
+            steps: RwSignal::new(Vec::new()),
+            evals: RwSignal::new(Vec::new()),
+            wall_ms: RwSignal::new(Vec::new()),
+            prediction: RwSignal::new(None),
+            batch_size: RwSignal::new(0),
+            timeline: RwSignal::new(None),
+        }
+    }
+
+    fn clear(&self) {
+        self.error.set(None);
+        self.steps.set(Vec::new());
+        self.evals.set(Vec::new());
+        self.wall_ms.set(Vec::new());
+        self.timeline.set(None);
+    }
+
+    fn fail(&self, message: String) {
+        self.error.set(Some(message));
+        self.status.set(Status::Failed);
+    }
+}
+
+pub fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w, &"performance".into()).ok())
+        .and_then(|p| p.dyn_into::<web_sys::Performance>().ok())
+        .map_or(0.0, |p| p.now())
+}
+
+/// Whether the browser exposes WebGPU at all (`navigator.gpu`).
+fn browser_has_webgpu() -> bool {
+    web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w.navigator(), &"gpu".into()).ok())
+        .is_some_and(|gpu| !gpu.is_undefined() && !gpu.is_null())
+}
+
+fn no_webgpu_message(detail: &str) -> String {
+    let what = if browser_has_webgpu() {
+        "This browser has WebGPU, but it refused to give vramlab an adapter"
+    } else {
+        "This browser does not offer WebGPU (navigator.gpu is missing)"
+    };
+    format!(
+        "{what}: {detail}. vramlab trains on the GPU through WebGPU: use a recent Chrome, Edge \
+         or another Chromium (113+), or Firefox/Safari with WebGPU enabled; on Linux Chromium \
+         may need chrome://flags/#enable-unsafe-webgpu (or --enable-unsafe-webgpu)."
+    )
+}
+
+/// The device, or the page's message when there is none.
+pub async fn gpu(live: Live) -> Option<Gpu> {
+    match acquire().await {
+        Ok(gpu) => {
+            live.adapter.set(Some(gpu.adapter.clone()));
+            Some(gpu)
+        }
+        Err(err) => {
+            let detail = match &err {
+                EngineError::NoAdapter(d) => d.clone(),
+                other => other.to_string(),
+            };
+            live.no_webgpu.set(Some(no_webgpu_message(&detail)));
+            None
+        }
+    }
+}
+
+/// Hand control back to the browser (a macrotask, so rendering and input get their turn).
+async fn yield_to_browser() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// Start a new run of `config` (dropping any previous one) and train until done or paused.
+pub fn start(live: Live, config: RunConfig, run_through: bool) {
+    let generation = GENERATION.with(|g| {
+        g.set(g.get() + 1);
+        g.get()
+    });
+    RUN.with(|r| r.borrow_mut().take());
+    live.clear();
+    live.status.set(Status::Starting);
+    live.batch_size.set(config.batch_size);
+    spawn_local(async move {
+        let Some(gpu) = gpu(live).await else {
+            live.status.set(Status::Failed);
+            return;
+        };
+        match Run::new(config, &gpu) {
+            Ok(run) => {
+                live.prediction.set(Some(run.prediction().clone()));
+                RUN.with(|r| *r.borrow_mut() = Some(run));
+            }
+            Err(err) => return live.fail(err.to_string()),
+        }
+        live.status.set(Status::Running);
+        if run_through {
+            drive(live, generation).await;
+        } else {
+            step_once(live, generation).await;
+        }
+    });
+}
+
+/// Continue a paused run.
+pub fn resume(live: Live) {
+    let generation = GENERATION.with(Cell::get);
+    if RUN.with(|r| r.borrow().is_none()) {
+        return;
+    }
+    live.status.set(Status::Running);
+    spawn_local(drive(live, generation));
+}
+
+pub fn pause(live: Live) {
+    if live.status.get_untracked() == Status::Running {
+        live.status.set(Status::Paused);
+    }
+}
+
+/// One step of the current run (starting one when there is none is the caller's business).
+pub fn single_step(live: Live) {
+    let generation = GENERATION.with(Cell::get);
+    live.status.set(Status::Running);
+    spawn_local(step_once(live, generation));
+}
+
+pub fn has_run() -> bool {
+    RUN.with(|r| r.borrow().is_some())
+}
+
+/// Drop the run and its charts.
+pub fn reset(live: Live) {
+    GENERATION.with(|g| g.set(g.get() + 1));
+    RUN.with(|r| r.borrow_mut().take());
+    live.clear();
+    live.prediction.set(None);
+    live.status.set(Status::Idle);
+}
+
+async fn drive(live: Live, generation: u64) {
+    while live.status.get_untracked() == Status::Running && GENERATION.with(Cell::get) == generation
+    {
+        if !advance(live).await {
+            break;
+        }
+        yield_to_browser().await;
+    }
+}
+
+async fn step_once(live: Live, generation: u64) {
+    if GENERATION.with(Cell::get) == generation && advance(live).await {
+        live.status.set(Status::Paused);
+    }
+}
+
+/// One step; false when the run ended (finished or failed).
+async fn advance(live: Live) -> bool {
+    let Some(mut run) = RUN.with(|r| r.borrow_mut().take()) else {
+        return false;
+    };
+    match run.step().await {
+        Ok(outcome) => {
+            live.steps.set(run.records().to_vec());
+            live.wall_ms.update(|w| w.push(now_ms()));
+            if let Some(eval) = outcome.eval {
+                live.evals.update(|e| e.push(eval));
+            }
+        }
+        Err(err) => {
+            // The run is dropped with its tensors; the device stays usable for the next one.
+            live.fail(format!("step {}: {err}", run.steps_done() + 1));
+            return false;
+        }
+    }
+    if run.is_finished() {
+        match run.finish().await {
+            Ok(timeline) => {
+                live.steps.set(timeline.steps.clone());
+                live.timeline.set(Some(timeline));
+                live.status.set(Status::Finished);
+            }
+            Err(err) => live.fail(err.to_string()),
+        }
+        return false;
+    }
+    RUN.with(|r| *r.borrow_mut() = Some(run));
+    true
+}
