@@ -10,18 +10,19 @@ import { createRequire } from 'node:module';
 const npmRoot = process.env.VRAMLAB_NPM ?? path.join(process.env.HOME, '.cache/vramlab/npm');
 const { chromium } = createRequire(path.join(npmRoot, 'package.json'))('playwright-core');
 
-const [dist, shots] = process.argv.slice(2);
-if (!dist || !shots) {
+const [distArg, shots] = process.argv.slice(2);
+if (!distArg || !shots) {
   console.error('usage: node page.mjs DIST_DIR SCREENSHOT_DIR');
   process.exit(2);
 }
+const dist = path.resolve(distArg);
 fs.mkdirSync(shots, { recursive: true });
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 const server = http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   const file = path.join(dist, url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname));
-  if (!file.startsWith(path.resolve(dist)) || !fs.existsSync(file)) {
+  if (!file.startsWith(dist) || !fs.existsSync(file)) {
     res.writeHead(404).end();
     return;
   }

@@ -7,11 +7,20 @@ mod config_panel;
 mod session;
 mod url_state;
 
-/// Runs when the module is instantiated. The page is a library (a "reactor" module): a
-/// wasm32 binary is a "command", whose every export re-runs the static constructors (cubecl's
-/// `inventory` registrations), which made each step take seconds.
+unsafe extern "C" {
+    /// The static constructors wasm-ld collects (cubecl registers its IR with `inventory`).
+    fn __wasm_call_ctors();
+}
+
+/// Runs once when the module is instantiated. Calling the constructors here, explicitly, is
+/// what tells wasm-ld not to wrap every export in a call to them: wrapped, each call into the
+/// module re-ran all of cubecl's `inventory` registrations, and a step took seconds (profiled
+/// in Chromium: most of a step's time in `__wasm_call_ctors` under `*.command_export`).
 #[wasm_bindgen::prelude::wasm_bindgen(start)]
 pub fn start() {
+    // SAFETY: the linker-made constructor function, called once, before anything uses what
+    // it registers.
+    unsafe { __wasm_call_ctors() };
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(app::App);
 }

@@ -24,10 +24,14 @@ pub const GROWTH_INTERVAL: usize = 2000;
 /// The mode a run can honour on this adapter, and why not when it falls back.
 pub fn resolve(asked: MixedPrecision, adapter: &AdapterInfo) -> (MixedPrecision, Option<String>) {
     if asked != MixedPrecision::Off && !adapter.shader_f16 {
+        let name = if adapter.name.is_empty() {
+            "(name not disclosed)"
+        } else {
+            adapter.name.as_str()
+        };
         let reason = format!(
-            "mixed_precision {}: adapter {} has no shader-f16; ran in f32",
-            asked.name(),
-            adapter.name
+            "mixed_precision {}: adapter {name} has no shader-f16; ran in f32",
+            asked.name()
         );
         return (MixedPrecision::Off, Some(reason));
     }
