@@ -90,6 +90,11 @@ console.log(`     long tasks while training: ${tasks.length}, longest ${Math.max
 check(await points('memory-chart') >= 12, 'memory chart filled (in use and reserved per step)');
 check(await points('loss-chart') >= 6, 'loss chart filled');
 const off = await peakMiB();
+const dots = await page.$$eval('#scatter circle', (c) => c.length);
+const cells = await page.$$eval('#scatter rect', (r) => r.length);
+check(dots > 100, `data preview shows the spiral (${dots} points)`);
+check(cells > 1000, `decision boundary drawn behind it (${cells - 1} cells)`);
+await page.$eval('#pin', (b) => b.click());
 await page.screenshot({ path: path.join(shots, '1-trained.png'), fullPage: true });
 
 // 2. Switch a strategy: gradient accumulation over 4 micro-batches lowers the peak.
@@ -100,6 +105,9 @@ await trainToEnd('with grad_accumulation=4');
 const on = await peakMiB();
 console.log(`     peak in use: ${off} MiB -> ${on} MiB with grad_accumulation=4`);
 check(on < 0.7 * off, 'the measured peak falls with gradient accumulation');
+const ab = await page.$$eval('#comparison tr', (rows) => rows.map((r) => r.textContent));
+console.log(`     A/B table: ${JSON.stringify(ab.slice(1, 3))}`);
+check(ab.some((r) => r.startsWith('peak in use') && /0\.\d+x$/.test(r)), 'A/B table shows the pinned run and the ratio');
 await page.screenshot({ path: path.join(shots, '2-grad-accumulation.png'), fullPage: true });
 
 // 3. The shared URL reproduces the configuration.

@@ -81,3 +81,27 @@ fn evaluation_runs_every_eval_every_steps_and_at_the_end() {
         "every loss read back"
     );
 }
+
+#[test]
+fn the_decision_grid_separates_the_circle_from_its_ring() {
+    let (_lock, gpu) = super::support::gpu();
+    let config = super::support::config("circle-tiny", &["eval_every=0"]);
+    let mut run = vramlab::engine::Run::new(config, &gpu).unwrap();
+    while !run.is_finished() {
+        pollster::block_on(run.step()).unwrap();
+    }
+    let n = 9;
+    let grid = pollster::block_on(run.decision_grid(n, 6.0))
+        .unwrap()
+        .expect("a 2-D set has a grid");
+    assert_eq!(grid.len(), n * n);
+    let (center, corner) = (grid[n * n / 2], grid[0]);
+    println!(
+        "circle-tiny decision grid: p(class 1) at the center {center:.3}, in a corner {corner:.3}"
+    );
+    assert!(
+        (center - corner).abs() > 0.5,
+        "center {center} vs corner {corner}"
+    );
+    assert!(grid.iter().all(|p| (0.0..=1.0).contains(p)));
+}

@@ -6,6 +6,7 @@ use wasm_bindgen::JsCast;
 
 use crate::charts::{LineChart, PhaseBars, Rule, Series};
 use crate::config_panel::{ConfigPanel, Editor};
+use crate::data_preview::DataPreview;
 use crate::session::{self, Live, Status};
 use crate::url_state;
 
@@ -60,6 +61,10 @@ pub fn App() -> impl IntoView {
         <main>
             <div class="left">
                 <AdapterCard live=live />
+                <section class="panel" id="data-preview">
+                    <h2>"Data"</h2>
+                    <DataPreview config=editor.config grid=live.grid />
+                </section>
                 <ConfigPanel editor=editor adapter=live.adapter />
                 {move || editor.refused.get().map(|r| view! { <p class="error" id="refused">{r}</p> })}
                 <PredictionCard editor=editor />
@@ -72,6 +77,11 @@ pub fn App() -> impl IntoView {
                         disabled=move || live.status.get() != Status::Paused>"Resume"</button>
                     <button id="step" on:click=one_step disabled=running>"One step"</button>
                     <button id="reset" on:click=reset>"Reset"</button>
+                    <button id="pin" title="keep this run on the charts to compare with the next"
+                        disabled=move || live.timeline.with(Option::is_none)
+                        on:click=move |_| live.pinned.set(live.timeline.get_untracked())>"Pin for A/B"</button>
+                    <button id="unpin" disabled=move || live.pinned.with(Option::is_none)
+                        on:click=move |_| live.pinned.set(None)>"Unpin"</button>
                     <span id="status" class="status">{move || live.status.get().label()}</span>
                     <span class="progress">{move || {
                         let done = live.steps.with(Vec::len);
@@ -80,6 +90,7 @@ pub fn App() -> impl IntoView {
                 </section>
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
                 <Charts live=live />
+                <Comparison live=live />
                 <SummaryCard live=live />
             </div>
         </main>
@@ -132,7 +143,7 @@ fn PredictionCard(editor: Editor) -> impl IntoView {
 #[component]
 fn Charts(live: Live) -> impl IntoView {
     let memory = Signal::derive(move || {
-        live.steps.with(|steps| {
+        let mut series = live.steps.with(|steps| {
             let pick = |f: fn(&vramlab::engine::memory::MemoryReading) -> u64| {
                 steps
                     .iter()
@@ -156,7 +167,20 @@ fn Charts(live: Live) -> impl IntoView {
                     dashed: false,
                 },
             ]
-        })
+        });
+        if let Some(pinned) = live.pinned.get() {
+            series.push(Series {
+                name: "pinned: in use".into(),
+                color: "#7f7f7f",
+                points: pinned
+                    .steps
+                    .iter()
+                    .map(|s| (s.step as f64, mib(s.peak_in_use_bytes)))
+                    .collect(),
+                dashed: true,
+            });
+        }
+        series
     });
     let memory_rules = Signal::derive(move || {
         live.prediction
@@ -179,7 +203,7 @@ fn Charts(live: Live) -> impl IntoView {
         let test = live
             .evals
             .with(|e| e.iter().map(|r| (r.step as f64, r.loss as f64)).collect());
-        vec![
+        let mut series = vec![
             Series {
                 name: "train".into(),
                 color: "#1f77b4",
@@ -192,7 +216,20 @@ fn Charts(live: Live) -> impl IntoView {
                 points: test,
                 dashed: false,
             },
-        ]
+        ];
+        if let Some(pinned) = live.pinned.get() {
+            series.push(Series {
+                name: "pinned: train".into(),
+                color: "#7f7f7f",
+                points: pinned
+                    .steps
+                    .iter()
+                    .filter_map(|r| r.loss.map(|l| (r.step as f64, l as f64)))
+                    .collect(),
+                dashed: true,
+            });
+        }
+        series
     });
     let throughput = Signal::derive(move || {
         let batch = live.batch_size.get() as f64;
@@ -242,6 +279,74 @@ fn Charts(live: Live) -> impl IntoView {
         <PhaseBars phases=phases />
         <LineChart id="loss-chart" title="Loss" unit="cross-entropy" series=losses />
         <LineChart id="throughput-chart" title="Throughput" unit="per second" series=throughput />
+    }
+}
+
+/// The pinned run beside the current one: the differences that matter.
+#[component]
+fn Comparison(live: Live) -> impl IntoView {
+    move || {
+        let pinned = live.pinned.get()?;
+        let current = live.timeline.get();
+        let (a, b) = (pinned.summary, current.map(|t| t.summary));
+        let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
+        let ratio = |x: f64, y: Option<f64>| y.filter(|_| x > 0.0).map(|y| y / x);
+        let rows = [
+            (
+                "peak in use",
+                format!("{:.2} MiB", mib(a.peak_in_use_bytes)),
+                b.as_ref()
+                    .map(|b| format!("{:.2} MiB", mib(b.peak_in_use_bytes))),
+                ratio(
+                    a.peak_in_use_bytes as f64,
+                    b.as_ref().map(|b| b.peak_in_use_bytes as f64),
+                ),
+            ),
+            (
+                "peak reserved",
+                format!("{:.2} MiB", mib(a.peak_reserved_bytes)),
+                b.as_ref()
+                    .map(|b| format!("{:.2} MiB", mib(b.peak_reserved_bytes))),
+                ratio(
+                    a.peak_reserved_bytes as f64,
+                    b.as_ref().map(|b| b.peak_reserved_bytes as f64),
+                ),
+            ),
+            (
+                "ms/step (median)",
+                format!("{:.1}", a.median_step_ms),
+                b.as_ref().map(|b| format!("{:.1}", b.median_step_ms)),
+                ratio(a.median_step_ms, b.as_ref().map(|b| b.median_step_ms)),
+            ),
+            (
+                "final loss",
+                loss(a.final_loss),
+                b.as_ref().map(|b| loss(b.final_loss)),
+                None,
+            ),
+        ];
+        let rows = rows
+            .into_iter()
+            .map(|(name, pinned, now, ratio)| {
+                view! {
+                    <tr>
+                        <td>{name}</td>
+                        <td>{pinned}</td>
+                        <td>{now.unwrap_or_else(|| "-".into())}</td>
+                        <td>{ratio.map_or("-".to_string(), |r| format!("{r:.2}x"))}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Some(view! {
+            <section class="panel" id="comparison">
+                <h2>"A/B: pinned run vs this run"</h2>
+                <table>
+                    <tr><th></th><th>"pinned"</th><th>"this run"</th><th>"this / pinned"</th></tr>
+                    {rows}
+                </table>
+            </section>
+        })
     }
 }
 
@@ -313,7 +418,7 @@ fn SummaryCard(live: Live) -> impl IntoView {
                         <dt>"predicted peak (estimate)"</dt><dd>{format!("{:.2} MiB", mib(s.predicted_peak_bytes))}</dd>
                         <dt>"loss"</dt><dd>{format!("{} -> {}", loss(s.first_loss), loss(s.final_loss))}</dd>
                         <dt>"test accuracy"</dt><dd>{s.eval_accuracy.map_or("-".into(), |a| format!("{:.1}%", a * 100.0))}</dd>
-                        <dt>"ms/step (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
+                        <dt title="in the browser the page cannot wait for the GPU inside a step: this is the time to queue it; the throughput chart has wall-clock rates">"ms/step to queue (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
                     </dl>
                     {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.clone()}</p> }).collect_view()}
                     <button id="export-json" on:click=move |_| download("vramlab-run.json", "application/json", &json)>"Export JSON"</button>

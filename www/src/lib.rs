@@ -4,6 +4,7 @@
 mod app;
 mod charts;
 mod config_panel;
+mod data_preview;
 mod session;
 mod url_state;
 

@@ -12,6 +12,21 @@ use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
 use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire};
 use wasm_bindgen::JsCast;
 
+use crate::data_preview::{Grid, extent};
+
+/// Cells per side of the decision-boundary grid.
+const GRID_N: usize = 32;
+
+/// Refresh the heat map from the run's current model (2-D sets only).
+async fn refresh_grid(live: Live, run: &Run) {
+    if let Ok(Some(probability)) = run.decision_grid(GRID_N, extent(run.dataset())).await {
+        live.grid.set(Some(Grid {
+            n: GRID_N,
+            probability,
+        }));
+    }
+}
+
 thread_local! {
     static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
     /// Bumped by reset and by every new start, so a loop from an older run stops.
@@ -56,6 +71,10 @@ pub struct Live {
     pub prediction: RwSignal<Option<MemoryPrediction>>,
     pub batch_size: RwSignal<usize>,
     pub timeline: RwSignal<Option<Timeline>>,
+    /// The model's decision boundary on the 2-D sets, refreshed at each evaluation.
+    pub grid: RwSignal<Option<Grid>>,
+    /// A finished run kept for comparison with the next (A/B).
+    pub pinned: RwSignal<Option<Timeline>>,
 }
 
 impl Live {
@@ -71,6 +90,8 @@ impl Live {
             prediction: RwSignal::new(None),
             batch_size: RwSignal::new(0),
             timeline: RwSignal::new(None),
+            grid: RwSignal::new(None),
+            pinned: RwSignal::new(None),
         }
     }
 
@@ -80,6 +101,7 @@ impl Live {
         self.evals.set(Vec::new());
         self.wall_ms.set(Vec::new());
         self.timeline.set(None);
+        self.grid.set(None);
     }
 
     fn fail(&self, message: String) {
@@ -237,6 +259,7 @@ async fn advance(live: Live) -> bool {
             live.wall_ms.update(|w| w.push(now_ms()));
             if let Some(eval) = outcome.eval {
                 live.evals.update(|e| e.push(eval));
+                refresh_grid(live, &run).await;
             }
         }
         Err(err) => {

@@ -15,7 +15,7 @@ use rand::seq::SliceRandom;
 use super::config::{DataConfig, DataKind, InputKind};
 
 /// Host-side samples of one split, row-major.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Split {
     /// Float features (`width` per sample) or token ids (`width` per sample).
     pub inputs: HostInputs,
@@ -24,7 +24,7 @@ pub struct Split {
     pub len: usize,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum HostInputs {
     Floats { values: Vec<f32>, width: usize },
     Tokens { values: Vec<i64>, width: usize },
@@ -39,7 +39,7 @@ impl HostInputs {
 }
 
 /// A whole data set: both splits and what a model needs to know about them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {
     pub kind: DataKind,
     pub train: Split,

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, FloatDType, Int, Tensor};
+use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
 use web_time::Instant;
 
-use crate::engine::config::{LossBookkeeping, MemorySampling, MixedPrecision, RunConfig};
+use crate::engine::config::{
+    InputKind, LossBookkeeping, MemorySampling, MixedPrecision, RunConfig,
+};
 use crate::engine::data::{Batch, BatchInputs, BatchOrder, Dataset};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -369,6 +371,43 @@ impl Run {
             .into_iter()
             .map(|reading| reading.map(|bytes| bytes.saturating_sub(before)))
             .collect()
+    }
+
+    /// The data set the run trains on (host copies; the page draws the 2-D sets).
+    pub fn dataset(&self) -> &Dataset {
+        &self.data
+    }
+
+    /// For the 2-D sets: the current model's probability of class 1 on an `n` x `n` grid over
+    /// `[-extent, extent]`^2, row by row from the top (y = extent) down. `None` for other data.
+    pub async fn decision_grid(
+        &self,
+        n: usize,
+        extent: f32,
+    ) -> Result<Option<Vec<f32>>, EngineError> {
+        if self.data.kind.input_kind() != InputKind::Points || n == 0 {
+            return Ok(None);
+        }
+        let model = self
+            .model
+            .as_ref()
+            .expect("model present between steps")
+            .valid();
+        let cell = 2.0 * extent / n as f32;
+        let mut values = Vec::with_capacity(n * n * 2);
+        for row in 0..n {
+            for col in 0..n {
+                values.push(-extent + (col as f32 + 0.5) * cell);
+                values.push(extent - (row as f32 + 0.5) * cell);
+            }
+        }
+        let points = Tensor::<2>::from_data(TensorData::new(values, [n * n, 2]), &self.gpu.device);
+        let inputs = cast_inputs(&BatchInputs::Floats(points), compute_dtype(self.precision));
+        let logits = self.forward(&model, &inputs, &mut Tap::plain(true));
+        let probability = burn::tensor::activation::softmax(logits, 1)
+            .slice([0..n * n, 1..2])
+            .reshape([n * n]);
+        Ok(Some(read_floats(probability, "decision grid").await?))
     }
 
     /// Read back any losses still pending and derive the summary.
