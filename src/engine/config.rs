@@ -287,6 +287,9 @@ pub struct Strategies {
     /// Let an activation take its input's buffer when nothing else needs it (`true`), or force
     /// it to write a copy while the input stays alive (`false`).
     pub inplace_activation: bool,
+    /// Hand the allocator's cached, unused pages back after every step, after every epoch, or
+    /// never (the `torch.cuda.empty_cache()` lesson).
+    pub free_cache: FreeCache,
 }
 
 impl Default for Strategies {
@@ -298,6 +301,7 @@ impl Default for Strategies {
             mixed_precision: MixedPrecision::Off,
             loss_bookkeeping: LossBookkeeping::Scalar,
             inplace_activation: true,
+            free_cache: FreeCache::Never,
         }
     }
 }
@@ -339,6 +343,16 @@ impl MixedPrecision {
             Self::F16Unscaled => "f16_unscaled",
         }
     }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FreeCache {
+    Never,
+    /// At the end of every step.
+    Step,
+    /// At the end of the last step of each pass over the training split.
+    Epoch,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -149,3 +149,68 @@ fn step_sampling_reads_once_per_step() {
     );
     assert!(timeline.summary.peak_in_use_bytes > 0);
 }
+
+/// Activation bytes (in use after forward minus after upload) of `preset` at each sequence
+/// length, beside the analytic prediction.
+fn activations_by_length(preset: &str, extra: &[&str], lengths: &[usize]) -> Vec<(u64, u64)> {
+    let (_lock, gpu) = gpu();
+    lengths
+        .iter()
+        .map(|len| {
+            let mut sets = vec!["steps=2", "eval_every=0", "batch_size=64"];
+            sets.extend_from_slice(extra);
+            let set = format!("data.seq_len={len}");
+            sets.push(&set);
+            let cfg = config(preset, &sets);
+            let t = run(&gpu, cfg.clone());
+            let at = |p: Phase| t.steps[1].phases[&p].in_use_bytes;
+            let measured = at(Phase::Forward) - at(Phase::Upload);
+            let predicted = vramlab::engine::memory::predict(&cfg).activations;
+            println!(
+                "{preset} {} seq_len {len}: activations {:.2} MiB (predicted {:.2})",
+                extra.join(" "),
+                mib(measured),
+                mib(predicted)
+            );
+            (measured, predicted)
+        })
+        .collect()
+}
+
+#[test]
+fn recurrent_activations_grow_linearly_with_length_and_gru_keeps_less_than_lstm() {
+    let lengths = [4, 8, 16];
+    let gru = activations_by_length("sort-gru", &["model.width=64"], &lengths);
+    let lstm = activations_by_length("sort-lstm", &["model.width=64"], &lengths);
+    for series in [&gru, &lstm] {
+        let ratio = series[2].0 as f64 / series[0].0 as f64;
+        assert!(
+            (3.5..=4.5).contains(&ratio),
+            "4x the length gave {ratio:.2}x the activations"
+        );
+    }
+    for (g, l) in gru.iter().zip(&lstm) {
+        assert!(g.0 < l.0, "gru {} vs lstm {} bytes", g.0, l.0);
+    }
+}
+
+#[test]
+fn attention_activations_grow_faster_than_linearly_with_length() {
+    let lengths = [4, 16];
+    let attention = activations_by_length(
+        "sort-transformer",
+        &[
+            "model.layers=1",
+            "model.width=32",
+            "model.ff=64",
+            "model.heads=8",
+        ],
+        &lengths,
+    );
+    let ratio = attention[1].0 as f64 / attention[0].0 as f64;
+    println!("transformer: 4x the length gave {ratio:.2}x the activations");
+    assert!(
+        ratio > 5.0,
+        "attention scores should make this superlinear: {ratio:.2}x"
+    );
+}

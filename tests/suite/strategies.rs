@@ -439,3 +439,61 @@ fn an_activation_that_cannot_work_in_place_holds_one_more_tensor_per_layer() {
     // Same arithmetic either way.
     assert_eq!(inplace.summary.final_loss, copy.summary.final_loss);
 }
+
+#[test]
+fn freeing_the_cache_drops_reserved_bytes_but_not_bytes_in_use() {
+    let (_lock, gpu) = gpu();
+    // 6144 training samples in batches of 2048: an epoch is 3 steps.
+    let base = ["steps=6", "eval_every=0", "batch_size=2048"];
+    let (_, never, _, every_step) = both(&gpu, &base, &["strategies.free_cache=step"]);
+    let mut epoch_sets = base.to_vec();
+    epoch_sets.push("strategies.free_cache=epoch");
+    let per_epoch = run(&gpu, config("spiral-mlp", &epoch_sets));
+    let end_of_step = |t: &Timeline| -> Vec<(u64, u64)> {
+        t.steps
+            .iter()
+            .map(|s| {
+                let r = s.phases[&Phase::Optimizer];
+                (r.in_use_bytes, r.reserved_bytes)
+            })
+            .collect()
+    };
+    let (a, b, c) = (
+        end_of_step(&never),
+        end_of_step(&every_step),
+        end_of_step(&per_epoch),
+    );
+    let show = |v: &[(u64, u64)]| {
+        v.iter()
+            .map(|&(u, r)| format!("{:.2}/{:.2}", mib(u), mib(r)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!("free_cache, in use/reserved MiB at the end of each step:");
+    println!(
+        "  never: {}\n  step:  {}\n  epoch: {}",
+        show(&a),
+        show(&b),
+        show(&c)
+    );
+    println!(
+        "  ms/step never {:.1}, step {:.1}, epoch {:.1}",
+        never.summary.median_step_ms,
+        every_step.summary.median_step_ms,
+        per_epoch.summary.median_step_ms
+    );
+    for i in 1..6 {
+        assert!(
+            a[i].0.abs_diff(b[i].0) < 64 << 10,
+            "in use must not change: {a:?} vs {b:?}"
+        );
+        assert!(
+            b[i].1 < a[i].1,
+            "reserved must drop at step {}: {a:?} vs {b:?}",
+            i + 1
+        );
+    }
+    // Released at the end of steps 3 and 6 only.
+    assert!(c[2].1 < c[1].1 && c[5].1 < c[4].1, "{c:?}");
+    assert!(c[3].1 > c[2].1, "pages come back in the next epoch: {c:?}");
+}

@@ -86,6 +86,13 @@ const STRATEGIES: &[StrategyInfo] = &[
         choices: &["scalar", "graph"],
     },
     StrategyInfo {
+        path: "strategies.free_cache",
+        label: "free cached memory",
+        explain: "hand the allocator's unused pages back after every step or epoch",
+        claim: "call empty_cache() to free GPU memory",
+        choices: &["never", "step", "epoch"],
+    },
+    StrategyInfo {
         path: "strategies.inplace_activation",
         label: "in-place activation",
         explain: "false: the activation writes a copy while its input stays alive",

@@ -215,6 +215,12 @@ impl BatchOrder {
         }
     }
 
+    /// Whether the samples drawn last were the last of their epoch: the next draw of `batch`
+    /// reshuffles.
+    pub fn epoch_ends(&self, batch: usize) -> bool {
+        self.next + batch > self.order.len()
+    }
+
     pub fn next_indices(&mut self, batch: usize) -> Vec<usize> {
         if self.next + batch > self.order.len() {
             self.order.shuffle(&mut self.rng);

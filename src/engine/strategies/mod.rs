@@ -2,6 +2,7 @@
 
 pub mod checkpointing;
 pub mod eval_mode;
+pub mod free_cache;
 pub mod grad_accumulation;
 pub mod inplace_activation;
 pub mod loss_bookkeeping;

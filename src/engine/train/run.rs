@@ -19,6 +19,7 @@ use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase, predict, sam
 use crate::engine::models::Model;
 use crate::engine::strategies::checkpointing::training_device;
 use crate::engine::strategies::eval_mode::{eval_model, release_orphaned_graphs};
+use crate::engine::strategies::free_cache;
 use crate::engine::strategies::grad_accumulation::{loss_scale, micro_batches};
 use crate::engine::strategies::inplace_activation::Tap;
 use crate::engine::strategies::loss_bookkeeping::LeakedSteps;
@@ -223,6 +224,10 @@ impl Run {
             self.optimizer.step(self.config.learning_rate, model, grads)
         };
         self.model = Some(model);
+        let last_of_epoch = self.order.epoch_ends(self.config.batch_size);
+        if free_cache::due(self.config.strategies.free_cache, last_of_epoch) {
+            sampler::release_cache(&self.device)?;
+        }
         let step_loss = step_loss.expect("a batch has at least one micro-batch");
         self.pending_losses.push((index, step_loss));
         // The end-of-step reading is taken in both modes; its sync also makes `ms` honest.
