@@ -290,6 +290,9 @@ pub struct Strategies {
     /// Hand the allocator's cached, unused pages back after every step, after every epoch, or
     /// never (the `torch.cuda.empty_cache()` lesson).
     pub free_cache: FreeCache,
+    /// Copy each batch from host memory (`host`), or keep the whole training split on the
+    /// device and gather batches there (`device`).
+    pub data_residency: DataResidency,
 }
 
 impl Default for Strategies {
@@ -302,6 +305,7 @@ impl Default for Strategies {
             loss_bookkeeping: LossBookkeeping::Scalar,
             inplace_activation: true,
             free_cache: FreeCache::Never,
+            data_residency: DataResidency::Host,
         }
     }
 }
@@ -343,6 +347,13 @@ impl MixedPrecision {
             Self::F16Unscaled => "f16_unscaled",
         }
     }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DataResidency {
+    Host,
+    Device,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

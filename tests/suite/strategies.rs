@@ -497,3 +497,34 @@ fn freeing_the_cache_drops_reserved_bytes_but_not_bytes_in_use() {
     assert!(c[2].1 < c[1].1 && c[5].1 < c[4].1, "{c:?}");
     assert!(c[3].1 > c[2].1, "pages come back in the next epoch: {c:?}");
 }
+
+#[test]
+fn a_device_resident_data_set_holds_the_split_and_trains_the_same() {
+    let (_lock, gpu) = gpu();
+    let base = [
+        "steps=4",
+        "eval_every=0",
+        "data.samples=32768",
+        "batch_size=512",
+    ];
+    let (_, host, device_cfg, device) = both(&gpu, &base, &["strategies.data_residency=device"]);
+    let resident = |t: &Timeline| phase_peak(t, Phase::Optimizer);
+    let extra = resident(&device) as f64 - resident(&host) as f64;
+    let predicted = predict(&device_cfg).resident_data as f64;
+    println!(
+        "data_residency host -> device: in use between steps {:.3} -> {:.3} MiB (+{:.3}, predicted +{:.3}); ms/step {:.1} -> {:.1}",
+        mib(resident(&host)),
+        mib(resident(&device)),
+        extra / 1048576.0,
+        predicted / 1048576.0,
+        host.summary.median_step_ms,
+        device.summary.median_step_ms
+    );
+    assert!(
+        (0.75..=1.25).contains(&(extra / predicted)),
+        "resident split: +{extra} bytes, predicted +{predicted}"
+    );
+    for (a, b) in host.steps.iter().zip(&device.steps) {
+        assert_eq!(a.loss, b.loss, "the same batches either way");
+    }
+}

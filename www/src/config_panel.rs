@@ -93,6 +93,13 @@ const STRATEGIES: &[StrategyInfo] = &[
         choices: &["never", "step", "epoch"],
     },
     StrategyInfo {
+        path: "strategies.data_residency",
+        label: "data residency",
+        explain: "device: the training split lives on the GPU and batches are gathered there",
+        claim: "keep the data on the GPU (pin_memory, workers) so loading is not the bottleneck",
+        choices: &["host", "device"],
+    },
+    StrategyInfo {
         path: "strategies.inplace_activation",
         label: "in-place activation",
         explain: "false: the activation writes a copy while its input stays alive",

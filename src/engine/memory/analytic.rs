@@ -14,7 +14,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
-    Checkpointing, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind, RunConfig,
+    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind,
+    RunConfig,
 };
 use crate::engine::models::cnn_geometry;
 
@@ -45,6 +46,8 @@ pub struct MemoryPrediction {
     pub activations: u64,
     /// Inputs and targets of one training batch.
     pub batch: u64,
+    /// The whole training split, when it lives on the device (`data_residency` = `device`).
+    pub resident_data: u64,
     /// Inputs, targets and logits of one evaluation batch.
     pub eval_batch: u64,
     /// The largest of the sampled moments: after forward, after backward, or during evaluation.
@@ -132,6 +135,10 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     let batch_for = |n: u64| n * width as u64 * input_bytes + n * per_sample as u64 * INT;
     let batch = batch_for(micro);
+    let resident_data = match config.strategies.data_residency {
+        DataResidency::Host => 0,
+        DataResidency::Device => batch_for(crate::engine::data::split_sizes(&config.data).0 as u64),
+    };
     let eval_n = config
         .eval_batch_size
         .min(crate::engine::data::split_sizes(&config.data).1) as u64;
@@ -145,7 +152,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     }
     let optimizer_state = params * config.optimizer.state_copies();
     let grads = params;
-    let resident = params + optimizer_state;
+    let resident = params + optimizer_state + resident_data;
     // From the second micro-batch on, the accumulated gradients are alive during forward.
     let forward = activations + if k > 1 { grads } else { 0 };
     let peak = (resident + batch + forward.max(grads)).max(resident + eval_batch);
@@ -156,6 +163,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         optimizer_state,
         activations,
         batch,
+        resident_data,
         eval_batch,
         peak,
         leak_per_step,

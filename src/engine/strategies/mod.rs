@@ -1,6 +1,7 @@
 //! The memory-saving strategies, one file per config field of `strategies`.
 
 pub mod checkpointing;
+pub mod data_residency;
 pub mod eval_mode;
 pub mod free_cache;
 pub mod grad_accumulation;

@@ -10,7 +10,7 @@ use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::engine::config::{
-    InputKind, LossBookkeeping, MemorySampling, MixedPrecision, RunConfig,
+    DataResidency, InputKind, LossBookkeeping, MemorySampling, MixedPrecision, RunConfig,
 };
 use crate::engine::data::{Batch, BatchInputs, BatchOrder, Dataset};
 use crate::engine::device::Gpu;
@@ -18,6 +18,7 @@ use crate::engine::error::EngineError;
 use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase, predict, sampler};
 use crate::engine::models::Model;
 use crate::engine::strategies::checkpointing::training_device;
+use crate::engine::strategies::data_residency::ResidentSplit;
 use crate::engine::strategies::eval_mode::{eval_model, release_orphaned_graphs};
 use crate::engine::strategies::free_cache;
 use crate::engine::strategies::grad_accumulation::{loss_scale, micro_batches};
@@ -69,6 +70,8 @@ pub struct Run {
     /// What `loss_bookkeeping` = `graph` keeps alive.
     leaked: Option<LeakedSteps>,
     fallbacks: Vec<String>,
+    /// The training split on the device (`data_residency` = `device`).
+    resident: Option<ResidentSplit>,
 }
 
 impl Run {
@@ -94,7 +97,10 @@ impl Run {
             model = mixed_precision::half(model);
         }
         let inner = gpu.device.clone();
+        let resident = (config.strategies.data_residency == DataResidency::Device)
+            .then(|| ResidentSplit::upload(&data.train, data.targets_per_sample, &device));
         Ok(Self {
+            resident,
             order: BatchOrder::new(data.train.len, config.seed),
             prediction: predict(&config),
             optimizer: optimizer::build(config.optimizer),
@@ -172,10 +178,13 @@ impl Run {
         let mut accumulated = GradientsAccumulator::<Model>::new();
         let mut step_loss: Option<Tensor<1>> = None;
         for micro in micro_batches(&picked, self.config.strategies.grad_accumulation) {
-            let batch = self
-                .data
-                .train
-                .batch(micro, self.data.targets_per_sample, &self.device);
+            let batch = match &self.resident {
+                Some(resident) => resident.batch(micro, &self.device),
+                None => self
+                    .data
+                    .train
+                    .batch(micro, self.data.targets_per_sample, &self.device),
+            };
             record(&mut phases, Phase::Upload)?;
 
             let inputs = cast_inputs(&batch.inputs, compute_dtype(self.precision));

@@ -1,0 +1,47 @@
+//! `strategies.data_residency`: the data-loading lesson for a GPU reached through wgpu, which
+//! has no pinned host memory to tune. `host` copies every batch from host memory to the device
+//! (one upload per step); `device` uploads the training split once and gathers each batch on
+//! the device by index, trading the split's bytes for the per-step copy. Evaluation reads the
+//! test split from the host in both modes.
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use crate::engine::data::{Batch, BatchInputs, Split};
+
+/// A split living on the device.
+pub struct ResidentSplit {
+    inputs: BatchInputs,
+    /// `[len, targets_per_sample]`, so a row gather keeps each sample's targets together.
+    targets: Tensor<2, Int>,
+}
+
+impl ResidentSplit {
+    pub fn upload(split: &Split, targets_per_sample: usize, device: &Device) -> Self {
+        let all = split.range_batch(0, split.len, targets_per_sample, device);
+        Self {
+            inputs: all.inputs,
+            targets: all.targets.reshape([split.len, targets_per_sample]),
+        }
+    }
+
+    /// The samples at `indices`, gathered on the device (only the indices travel).
+    pub fn batch(&self, indices: &[usize], device: &Device) -> Batch {
+        let n = indices.len();
+        let ids: Vec<i64> = indices.iter().map(|&i| i as i64).collect();
+        let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), device);
+        let inputs = match &self.inputs {
+            BatchInputs::Floats(x) => BatchInputs::Floats(x.clone().select(0, ids.clone())),
+            BatchInputs::Tokens(t) => BatchInputs::Tokens(t.clone().select(0, ids.clone())),
+        };
+        let per_sample = self.targets.dims()[1];
+        Batch {
+            inputs,
+            targets: self
+                .targets
+                .clone()
+                .select(0, ids)
+                .reshape([n * per_sample]),
+            len: n,
+        }
+    }
+}
