@@ -110,6 +110,18 @@ console.log(`     A/B table: ${JSON.stringify(ab.slice(1, 3))}`);
 check(ab.some((r) => r.startsWith('peak in use') && /0\.\d+x$/.test(r)), 'A/B table shows the pinned run and the ratio');
 await page.screenshot({ path: path.join(shots, '2-grad-accumulation.png'), fullPage: true });
 
+// Export the run as JSON, reset, import it back: the same figures return.
+const [download] = await Promise.all([page.waitForEvent('download'), page.$eval('#export-json', (b) => b.click())]);
+const exported = path.join(shots, 'run.json');
+await download.saveAs(exported);
+await page.$eval('#reset', (b) => b.click());
+await page.setInputFiles('#import-json', exported);
+await page.waitForSelector('#peak-in-use', { timeout: 30_000 });
+check(await peakMiB() === on && await points('memory-chart') > 0, `exported run imported back (peak ${await peakMiB()} MiB)`);
+await page.setInputFiles('#import-json', { name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from('{"steps": 3}') });
+await page.waitForSelector('#run-error', { timeout: 30_000 });
+check((await page.textContent('#run-error')).includes('not a vramlab run export'), 'a bad import says so');
+
 // 3. The shared URL reproduces the configuration.
 const shared = page.url();
 const again = await context.newPage();

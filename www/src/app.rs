@@ -80,6 +80,15 @@ pub fn App() -> impl IntoView {
                     <button id="pin" title="keep this run on the charts to compare with the next"
                         disabled=move || live.timeline.with(Option::is_none)
                         on:click=move |_| live.pinned.set(live.timeline.get_untracked())>"Pin for A/B"</button>
+                    <label class="import" title="view a run exported as JSON">"Import JSON "
+                        <input type="file" id="import-json" accept=".json,application/json"
+                            on:change=move |ev| {
+                                let input: web_sys::HtmlInputElement = event_target(&ev);
+                                if let Some(file) = input.files().and_then(|f| f.get(0)) {
+                                    session::import(live, file);
+                                }
+                            } />
+                    </label>
                     <button id="unpin" disabled=move || live.pinned.with(Option::is_none)
                         on:click=move |_| live.pinned.set(None)>"Unpin"</button>
                     <span id="status" class="status">{move || live.status.get().label()}</span>

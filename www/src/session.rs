@@ -223,6 +223,30 @@ pub fn has_run() -> bool {
     RUN.with(|r| r.borrow().is_some())
 }
 
+/// Show a run exported earlier (its timeline JSON) as if it had just finished here.
+pub fn import(live: Live, file: web_sys::File) {
+    reset(live);
+    spawn_local(async move {
+        let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+            Ok(text) => text.as_string().unwrap_or_default(),
+            Err(_) => return live.fail(format!("import: could not read {}", file.name())),
+        };
+        match serde_json::from_str::<Timeline>(&text) {
+            Ok(timeline) => {
+                live.batch_size.set(timeline.config.batch_size);
+                live.steps.set(timeline.steps.clone());
+                live.evals.set(timeline.evals.clone());
+                live.timeline.set(Some(timeline));
+                live.status.set(Status::Finished);
+            }
+            Err(err) => live.fail(format!(
+                "import: {} is not a vramlab run export ({err})",
+                file.name()
+            )),
+        }
+    });
+}
+
 /// Drop the run and its charts.
 pub fn reset(live: Live) {
     GENERATION.with(|g| g.set(g.get() + 1));
