@@ -293,6 +293,10 @@ pub struct Strategies {
     /// Copy each batch from host memory (`host`), or keep the whole training split on the
     /// device and gather batches there (`device`).
     pub data_residency: DataResidency,
+    /// How the allocator carves device memory: sub-slices of shared pages, or one page per
+    /// allocation (the `max_split_size_mb` lesson). Fixed when the device starts: one per
+    /// process (or page load).
+    pub memory_pool: MemoryPool,
 }
 
 impl Default for Strategies {
@@ -306,6 +310,7 @@ impl Default for Strategies {
             inplace_activation: true,
             free_cache: FreeCache::Never,
             data_residency: DataResidency::Host,
+            memory_pool: MemoryPool::Subslices,
         }
     }
 }
@@ -345,6 +350,26 @@ impl MixedPrecision {
             Self::Off => "off",
             Self::F16 => "f16",
             Self::F16Unscaled => "f16_unscaled",
+        }
+    }
+}
+
+/// cubecl's memory configurations (0.11 has these two; page sizes are its own choice).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryPool {
+    /// cubecl's adaptive pools: small allocations share sub-sliced pages.
+    #[default]
+    Subslices,
+    /// One page per allocation, in size buckets.
+    Exclusive,
+}
+
+impl MemoryPool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Subslices => "subslices",
+            Self::Exclusive => "exclusive",
         }
     }
 }

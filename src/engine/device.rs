@@ -5,7 +5,9 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use burn::tensor::wgpu::wgpu;
+use burn::tensor::wgpu::{MemoryConfiguration, wgpu};
+
+use super::config::MemoryPool;
 use burn::tensor::{Device, FloatDType};
 use serde::{Deserialize, Serialize};
 
@@ -28,13 +30,22 @@ pub struct AdapterInfo {
 pub struct Gpu {
     pub device: Device,
     pub adapter: AdapterInfo,
+    /// The allocator configuration the device started with.
+    pub memory_pool: MemoryPool,
 }
 
 static GPU: OnceLock<Gpu> = OnceLock::new();
 static INIT: Mutex<()> = Mutex::new(());
 
-/// The process's GPU, initialised on first use with the best adapter wgpu offers.
+/// The process's GPU, initialised on first use with the best adapter wgpu offers and cubecl's
+/// default pools.
 pub async fn acquire() -> Result<Gpu, EngineError> {
+    acquire_with(MemoryPool::default()).await
+}
+
+/// As [`acquire`], starting the device with `pool` if it is not running yet. A device already
+/// running keeps its pools (cubecl fixes them at start); runs compare and say so.
+pub async fn acquire_with(pool: MemoryPool) -> Result<Gpu, EngineError> {
     if let Some(gpu) = GPU.get() {
         return Ok(gpu.clone());
     }
@@ -43,7 +54,19 @@ pub async fn acquire() -> Result<Gpu, EngineError> {
     if let Some(gpu) = GPU.get() {
         return Ok(gpu.clone());
     }
+    // On WebGPU cubecl builds without sub-slicing: exclusive pages are all there is.
+    #[cfg(target_arch = "wasm32")]
+    let pool = {
+        let _ = pool;
+        MemoryPool::Exclusive
+    };
+    let memory = match pool {
+        #[cfg(not(target_arch = "wasm32"))]
+        MemoryPool::Subslices => MemoryConfiguration::Adaptive,
+        _ => MemoryConfiguration::ExclusivePages,
+    };
     let (device, setup) = Device::wgpu_options()
+        .memory_config(memory)
         .init_with_setup_async()
         .await
         .map_err(|err| EngineError::NoAdapter(err.to_string()))?;
@@ -58,6 +81,10 @@ pub async fn acquire() -> Result<Gpu, EngineError> {
             && device.supports_dtype(FloatDType::F16),
         max_buffer_size: setup.device.limits().max_buffer_size,
     };
-    let gpu = Gpu { device, adapter };
+    let gpu = Gpu {
+        device,
+        adapter,
+        memory_pool: pool,
+    };
     Ok(GPU.get_or_init(|| gpu).clone())
 }

@@ -14,6 +14,6 @@ pub mod train;
 mod validate;
 
 pub use config::RunConfig;
-pub use device::{AdapterInfo, Gpu, acquire};
+pub use device::{AdapterInfo, Gpu, acquire, acquire_with};
 pub use error::{ConfigError, EngineError};
 pub use train::{Run, StepOutcome, Timeline, train};

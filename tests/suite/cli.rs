@@ -135,3 +135,53 @@ fn train_writes_the_timeline_files_and_a_json_summary() {
     assert!(svg.contains("<svg") && svg.contains("predicted peak"));
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
+
+/// The pools are fixed when the device starts, so each choice is its own process.
+#[test]
+fn the_memory_pool_changes_reserved_memory_not_bytes_in_use() {
+    let summary = |pool: &str| -> serde_json::Value {
+        let set = format!("strategies.memory_pool={pool}");
+        let out = vramlab(&[
+            "train",
+            "--preset",
+            "digits-mlp",
+            "--steps",
+            "4",
+            "--set",
+            "eval_every=0",
+            "--set",
+            "batch_size=1024",
+            "--set",
+            &set,
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON summary")
+    };
+    let (sub, exclusive) = (summary("subslices"), summary("exclusive"));
+    let field = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap();
+    for (name, v) in [("subslices", &sub), ("exclusive", &exclusive)] {
+        println!(
+            "memory_pool {name}: peak in use {:.2} MiB, peak reserved {:.2} MiB, padding {:.0} B, unused reserved {:.2}",
+            field(v, "peak_in_use_bytes") / 1048576.0,
+            field(v, "peak_reserved_bytes") / 1048576.0,
+            field(v, "peak_padding_bytes"),
+            field(v, "unused_reserved_fraction")
+        );
+        assert!(v["fallbacks"].as_array().unwrap().is_empty(), "{v}");
+    }
+    let in_use = field(&sub, "peak_in_use_bytes") / field(&exclusive, "peak_in_use_bytes");
+    assert!(
+        (0.98..=1.02).contains(&in_use),
+        "in use should not depend on the pools: {in_use}"
+    );
+    assert_ne!(
+        field(&sub, "peak_reserved_bytes"),
+        field(&exclusive, "peak_reserved_bytes"),
+        "the pools should reserve differently"
+    );
+}

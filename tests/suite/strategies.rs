@@ -528,3 +528,22 @@ fn a_device_resident_data_set_holds_the_split_and_trains_the_same() {
         assert_eq!(a.loss, b.loss, "the same batches either way");
     }
 }
+
+#[test]
+fn a_run_asking_for_other_pools_than_the_device_has_says_so() {
+    let (_lock, gpu) = gpu();
+    let other = match gpu.memory_pool {
+        vramlab::engine::config::MemoryPool::Subslices => "exclusive",
+        vramlab::engine::config::MemoryPool::Exclusive => "subslices",
+    };
+    let set = format!("strategies.memory_pool={other}");
+    let t = run(&gpu, config("circle-tiny", &["steps=2", &set]));
+    assert!(
+        t.summary
+            .fallbacks
+            .iter()
+            .any(|f| f.starts_with(&format!("memory_pool {other}"))),
+        "{:?}",
+        t.summary.fallbacks
+    );
+}

@@ -31,8 +31,10 @@ pub fn App() -> impl IntoView {
         url_state::store(&hash);
     });
     // Ask for the adapter up front: the adapter card, and the f16 choice, depend on it.
+    // The pools are fixed when the device starts: the URL's choice is taken at page load.
+    let pool = editor.config.with_untracked(|c| c.strategies.memory_pool);
     leptos::task::spawn_local(async move {
-        session::gpu(live).await;
+        session::gpu(live, pool).await;
     });
 
     let running = move || matches!(live.status.get(), Status::Running | Status::Starting);

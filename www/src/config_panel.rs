@@ -100,6 +100,13 @@ const STRATEGIES: &[StrategyInfo] = &[
         choices: &["host", "device"],
     },
     StrategyInfo {
+        path: "strategies.memory_pool",
+        label: "allocator pools",
+        explain: "subslices: small allocations share pages; exclusive: a page each (taken at page load)",
+        claim: "tune max_split_size_mb to fight fragmentation",
+        choices: &["subslices", "exclusive"],
+    },
+    StrategyInfo {
         path: "strategies.inplace_activation",
         label: "in-place activation",
         explain: "false: the activation writes a copy while its input stays alive",

@@ -7,9 +7,10 @@ use std::cell::{Cell, RefCell};
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use vramlab::engine::config::MemoryPool;
 use vramlab::engine::memory::MemoryPrediction;
 use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
-use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire};
+use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire_with};
 use wasm_bindgen::JsCast;
 
 use crate::data_preview::{Grid, extent};
@@ -137,9 +138,10 @@ fn no_webgpu_message(detail: &str) -> String {
     )
 }
 
-/// The device, or the page's message when there is none.
-pub async fn gpu(live: Live) -> Option<Gpu> {
-    match acquire().await {
+/// The device (started with `pool` if it is not running yet), or the page's message when there
+/// is none.
+pub async fn gpu(live: Live, pool: MemoryPool) -> Option<Gpu> {
+    match acquire_with(pool).await {
         Ok(gpu) => {
             live.adapter.set(Some(gpu.adapter.clone()));
             Some(gpu)
@@ -176,7 +178,7 @@ pub fn start(live: Live, config: RunConfig, run_through: bool) {
     live.status.set(Status::Starting);
     live.batch_size.set(config.batch_size);
     spawn_local(async move {
-        let Some(gpu) = gpu(live).await else {
+        let Some(gpu) = gpu(live, config.strategies.memory_pool).await else {
             live.status.set(Status::Failed);
             return;
         };

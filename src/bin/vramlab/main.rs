@@ -65,13 +65,13 @@ fn exit_code(err: &anyhow::Error) -> u8 {
 
 fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {
     let config = args.resolve()?;
-    let gpu = pollster::block_on(engine::acquire())?;
+    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
     bench::sampling_cost(&gpu, &config)
 }
 
 fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let config = args.resolve()?;
-    let gpu = pollster::block_on(engine::acquire())?;
+    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
     let progress = progress::Progress::new(config.steps);
     let timeline = pollster::block_on(engine::train(config, &gpu, |outcome| {
         progress.update(outcome)

@@ -97,6 +97,12 @@ pub struct Summary {
     pub peak_in_use_bytes: u64,
     /// Largest reserved reading over all sampled phases.
     pub peak_reserved_bytes: u64,
+    /// Largest padding inside live allocations over the readings.
+    pub peak_padding_bytes: u64,
+    /// At the reading with the most reserved: the share of reserved bytes not in use. cubecl
+    /// does not expose its free blocks, so this stands in for a fragmentation figure (it
+    /// counts cached pages as well as holes).
+    pub unused_reserved_fraction: f64,
     /// cubecl's own page high-water mark, summed over pools (see `sampler`).
     pub paged_high_water_bytes: u64,
     /// In use when the run started, before its model existed.
@@ -148,13 +154,22 @@ impl Summary {
     ) -> Self {
         let mut by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
         let mut peak = MemoryReading::default();
+        let mut most_reserved = MemoryReading::default();
         for record in steps {
             for (&phase, &reading) in &record.phases {
                 let slot = by_phase.entry(phase).or_default();
                 *slot = (*slot).max(reading.in_use_bytes);
                 peak = peak.max(reading);
+                if reading.reserved_bytes > most_reserved.reserved_bytes {
+                    most_reserved = reading;
+                }
             }
         }
+        let unused_reserved_fraction = if most_reserved.reserved_bytes == 0 {
+            0.0
+        } else {
+            1.0 - most_reserved.in_use_bytes as f64 / most_reserved.reserved_bytes as f64
+        };
         let losses: Vec<f32> = steps.iter().filter_map(|r| r.loss).collect();
         let last_eval = evals.last();
         Self {
@@ -168,6 +183,8 @@ impl Summary {
             eval_loss: last_eval.map(|e| e.loss),
             peak_in_use_bytes: peak.in_use_bytes,
             peak_reserved_bytes: peak.reserved_bytes,
+            peak_padding_bytes: peak.padding_bytes,
+            unused_reserved_fraction,
             paged_high_water_bytes,
             baseline_in_use_bytes: baseline.in_use_bytes,
             peak_in_use_by_phase: by_phase,

@@ -119,7 +119,10 @@ impl Run {
             scaler: (precision == MixedPrecision::F16).then(GradScaler::default),
             leaked: (config.strategies.loss_bookkeeping == LossBookkeeping::Graph)
                 .then(LeakedSteps::default),
-            fallbacks: fallback.into_iter().collect(),
+            fallbacks: fallback
+                .into_iter()
+                .chain(pool_fallback(&config, gpu))
+                .collect(),
             config,
         })
     }
@@ -459,6 +462,26 @@ impl Run {
             evals: self.evals,
         })
     }
+}
+
+/// cubecl fixes the pools when the device starts; a run asking for others says so.
+fn pool_fallback(config: &RunConfig, gpu: &Gpu) -> Option<String> {
+    let asked = config.strategies.memory_pool;
+    (asked != gpu.memory_pool).then(|| {
+        if cfg!(target_arch = "wasm32") {
+            return format!(
+                "memory_pool {}: cubecl has only exclusive pages on WebGPU; ran with exclusive",
+                asked.name()
+            );
+        }
+        format!(
+            "memory_pool {}: the device was started with {} pools, and cubecl fixes them at start; \
+             ran with {} (start a new process, or reload the page, to change it)",
+            asked.name(),
+            gpu.memory_pool.name(),
+            gpu.memory_pool.name()
+        )
+    })
 }
 
 /// A running sum that starts at its first term (device tensors have no cheap zero of the right
