@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use vramlab::engine::memory::{Phase, predict};
+use vramlab::engine::train::Summary;
 use wasm_bindgen::JsCast;
 
 use crate::charts::{LineChart, PhaseBars, Rule, Series};
@@ -302,27 +303,17 @@ fn Comparison(live: Live) -> impl IntoView {
         let (a, b) = (pinned.summary, current.map(|t| t.summary));
         let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
         let ratio = |x: f64, y: Option<f64>| y.filter(|_| x > 0.0).map(|y| y / x);
+        let mib_row = |name: &'static str, pick: fn(&Summary) -> u64| {
+            (
+                name,
+                format!("{:.2} MiB", mib(pick(&a))),
+                b.as_ref().map(|b| format!("{:.2} MiB", mib(pick(b)))),
+                ratio(pick(&a) as f64, b.as_ref().map(|b| pick(b) as f64)),
+            )
+        };
         let rows = [
-            (
-                "peak in use",
-                format!("{:.2} MiB", mib(a.peak_in_use_bytes)),
-                b.as_ref()
-                    .map(|b| format!("{:.2} MiB", mib(b.peak_in_use_bytes))),
-                ratio(
-                    a.peak_in_use_bytes as f64,
-                    b.as_ref().map(|b| b.peak_in_use_bytes as f64),
-                ),
-            ),
-            (
-                "peak reserved",
-                format!("{:.2} MiB", mib(a.peak_reserved_bytes)),
-                b.as_ref()
-                    .map(|b| format!("{:.2} MiB", mib(b.peak_reserved_bytes))),
-                ratio(
-                    a.peak_reserved_bytes as f64,
-                    b.as_ref().map(|b| b.peak_reserved_bytes as f64),
-                ),
-            ),
+            mib_row("peak in use", |s| s.peak_in_use_bytes),
+            mib_row("peak reserved", |s| s.peak_reserved_bytes),
             (
                 "ms/step (median)",
                 format!("{:.1}", a.median_step_ms),
