@@ -160,6 +160,27 @@ const refused = await page.textContent('#refused');
 check(refused.includes('batch_size') && refused.includes('1..='), `bad edit refused: "${refused}"`);
 
 check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+
+// 7. A browser without WebGPU (Chromium on Linux without --enable-unsafe-webgpu, and with the
+// API switched off) gets a message, not a blank page.
+const plain = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  ignoreDefaultArgs: true,
+  timeout: 60_000,
+  args: ['--remote-debugging-pipe', '--headless', '--no-sandbox', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--disable-features=WebGPU,Vulkan', '--disable-gpu',
+    `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-chromium-')}`],
+});
+const noGpu = await plain.newPage();
+await noGpu.goto(base);
+await noGpu.waitForSelector('#no-webgpu', { timeout: 60_000 });
+const message = await noGpu.textContent('#no-webgpu');
+console.log(`     without WebGPU: "${message.slice(0, 90)}..."`);
+check(message.includes('WebGPU') && message.includes('enable'), 'no WebGPU: the page says what is missing and how to enable it');
+check(await noGpu.$('#start') !== null, 'no WebGPU: the rest of the page still renders');
+await noGpu.screenshot({ path: path.join(shots, '4-no-webgpu.png'), fullPage: true });
+await plain.close();
 console.log(`screenshots: ${path.resolve(shots)}`);
 await browser.close();
 server.close();

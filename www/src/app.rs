@@ -123,6 +123,9 @@ fn AdapterCard(live: Live) -> impl IntoView {
                         <dt>"max buffer"</dt><dd>{format!("{:.0} MiB", mib(a.max_buffer_size))}</dd>
                     </dl>
                 }.into_any(),
+                None if live.no_webgpu.with(Option::is_some) => {
+                    view! { <p>"no WebGPU adapter (see the message above)"</p> }.into_any()
+                }
                 None => view! { <p>"asking the browser for a WebGPU adapter..."</p> }.into_any(),
             }}
         </section>

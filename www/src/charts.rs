@@ -109,6 +109,16 @@ pub fn LineChart(
             })
             .collect_view();
         let points = series.iter().map(|s| s.points.len()).sum::<usize>();
+        if points == 0 {
+            return view! {
+                <svg viewBox=format!("0 0 {W} {H}") class="chart" data-points=0>
+                    <text x=W / 2.0 y=H / 2.0 text-anchor="middle" class="tick">
+                        "no data yet: start a run"
+                    </text>
+                </svg>
+            }
+            .into_any();
+        }
         view! {
             <svg viewBox=format!("0 0 {W} {H}") class="chart" data-points=points>
                 <line x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM class="axis" />
@@ -122,6 +132,7 @@ pub fn LineChart(
             </svg>
             <div class="legend">{legend}</div>
         }
+        .into_any()
     };
     view! {
         <figure class="chart-box" id=id>
