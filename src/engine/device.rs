@@ -6,11 +6,10 @@
 use std::sync::{Mutex, OnceLock};
 
 use burn::tensor::wgpu::{MemoryConfiguration, wgpu};
-
-use super::config::MemoryPool;
 use burn::tensor::{Device, FloatDType};
 use serde::{Deserialize, Serialize};
 
+use super::config::MemoryPool;
 use super::error::EngineError;
 
 /// What the adapter is, as the summary and the page report it.

@@ -159,6 +159,24 @@ fn each_invalid_field_is_named_in_its_error() {
             "out of range 1..=16",
         ),
         ("sort-transformer", "model.ff=0", "model.ff", "out of range"),
+        (
+            "spiral-mlp",
+            "strategies.grad_accumulation=0",
+            "strategies.grad_accumulation",
+            "1..=512 (the batch size)",
+        ),
+        (
+            "spiral-mlp",
+            "strategies.grad_accumulation=513",
+            "strategies.grad_accumulation",
+            "1..=512 (the batch size)",
+        ),
+        (
+            "sort-gru",
+            "strategies.mixed_precision=f16",
+            "strategies.mixed_precision",
+            "models for it: mlp, cnn, transformer",
+        ),
     ];
     for &(base, assignment, field, text) in cases {
         let err = error_for(base, assignment);

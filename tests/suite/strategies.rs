@@ -22,6 +22,18 @@ fn measured_activations(timeline: &Timeline) -> u64 {
     phase_peak(timeline, Phase::Forward) - phase_peak(timeline, Phase::Upload)
 }
 
+/// The same maths either way: every step's loss agrees to 1e-4 (relative above 1).
+fn assert_same_step_losses(off: &Timeline, on: &Timeline) {
+    for (x, y) in off.steps.iter().zip(&on.steps) {
+        let (a, b) = (x.loss.unwrap(), y.loss.unwrap());
+        assert!(
+            (a - b).abs() <= 1e-4 * a.abs().max(1.0),
+            "step {}: loss {a} vs {b}",
+            x.step
+        );
+    }
+}
+
 fn both(gpu: &Gpu, base: &[&str], on: &[&str]) -> (RunConfig, Timeline, RunConfig, Timeline) {
     let off_cfg = config("spiral-mlp", base);
     let mut on_sets = base.to_vec();
@@ -92,13 +104,7 @@ fn grad_accumulation_with_sgd_matches_one_big_batch() {
         "learning_rate=0.1",
     ];
     let (_, off, _, on) = both(&gpu, &base, &["strategies.grad_accumulation=4"]);
-    for (a, b) in off.steps.iter().zip(&on.steps) {
-        let (a, b) = (a.loss.unwrap(), b.loss.unwrap());
-        assert!(
-            (a - b).abs() <= 1e-4 * a.abs().max(1.0),
-            "step loss {a} vs {b}"
-        );
-    }
+    assert_same_step_losses(&off, &on);
     let (a, b) = (
         off.summary.eval_loss.unwrap(),
         on.summary.eval_loss.unwrap(),
@@ -108,20 +114,6 @@ fn grad_accumulation_with_sgd_matches_one_big_batch() {
         (a - b).abs() <= 1e-4 * a.abs().max(1.0),
         "parameters diverged: test loss {a} vs {b}"
     );
-}
-
-#[test]
-fn grad_accumulation_is_refused_beyond_the_batch() {
-    let cfg = config("spiral-mlp", &["batch_size=64"]);
-    for bad in [0, 65] {
-        let mut c = cfg.clone();
-        c.strategies.grad_accumulation = bad;
-        let err = c.validate().unwrap_err().to_string();
-        assert!(
-            err.contains("strategies.grad_accumulation") && err.contains("1..=64"),
-            "{err}"
-        );
-    }
 }
 
 #[test]
@@ -182,13 +174,7 @@ fn checkpointing_keeps_fewer_activations() {
         saved > 0.5 * predicted_saved,
         "saved {saved} bytes, predicted {predicted_saved}"
     );
-    for (a, b) in effect.off.steps.iter().zip(&effect.on.steps) {
-        let (a, b) = (a.loss.unwrap(), b.loss.unwrap());
-        assert!(
-            (a - b).abs() <= 1e-4 * a.abs().max(1.0),
-            "same maths: {a} vs {b}"
-        );
-    }
+    assert_same_step_losses(&effect.off, &effect.on);
 }
 
 #[test]
@@ -308,17 +294,6 @@ fn pure_f16_with_adam_loses_what_scaled_f16_keeps() {
         phase_peak(&runs[2].1, Phase::Upload),
     );
     assert!(p_pure < p_off, "{p_pure} vs {p_off}");
-}
-
-#[test]
-fn mixed_precision_is_refused_for_recurrent_models() {
-    let mut cfg = config("sort-gru", &[]);
-    cfg.strategies.mixed_precision = vramlab::engine::config::MixedPrecision::F16;
-    let err = cfg.validate().unwrap_err().to_string();
-    assert!(
-        err.contains("strategies.mixed_precision") && err.contains("mlp, cnn, transformer"),
-        "{err}"
-    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 use vramlab::engine::memory::{Phase, predict};
-use vramlab::engine::train::Summary;
+use vramlab::engine::train::{StepRecord, Summary};
 use wasm_bindgen::JsCast;
 
 use crate::charts::{LineChart, PhaseBars, Rule, Series};
@@ -159,26 +159,25 @@ fn PredictionCard(editor: Editor) -> impl IntoView {
 fn Charts(live: Live) -> impl IntoView {
     let memory = Signal::derive(move || {
         let mut series = live.steps.with(|steps| {
-            let pick = |f: fn(&vramlab::engine::memory::MemoryReading) -> u64| {
+            let pick = |f: fn(&StepRecord) -> u64| {
                 steps
                     .iter()
-                    .map(|s| {
-                        let top = s.phases.values().map(f).max().unwrap_or(0);
-                        (s.step as f64, mib(top))
-                    })
+                    .map(|s| (s.step as f64, mib(f(s))))
                     .collect::<Vec<_>>()
             };
             vec![
                 Series {
                     name: "in use (peak of the step)".into(),
                     color: "#1f77b4",
-                    points: pick(|r| r.in_use_bytes),
+                    points: pick(|s| s.peak_in_use_bytes),
                     dashed: false,
                 },
                 Series {
                     name: "reserved".into(),
                     color: "#ff7f0e",
-                    points: pick(|r| r.reserved_bytes),
+                    points: pick(|s| {
+                        s.phases.values().map(|r| r.reserved_bytes).max().unwrap_or(0)
+                    }),
                     dashed: false,
                 },
             ]
@@ -378,41 +377,13 @@ fn download(name: &str, mime: &str, text: &str) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-fn csv(timeline: &vramlab::engine::Timeline) -> String {
-    let mut out = String::from("step,loss,ms,peak_in_use_bytes");
-    for phase in Phase::ALL {
-        out.push_str(&format!(
-            ",{0}_in_use_bytes,{0}_reserved_bytes",
-            phase.name()
-        ));
-    }
-    out.push('\n');
-    for s in &timeline.steps {
-        out.push_str(&format!(
-            "{},{},{:.3},{}",
-            s.step,
-            s.loss.map_or(String::new(), |l| l.to_string()),
-            s.ms,
-            s.peak_in_use_bytes
-        ));
-        for phase in Phase::ALL {
-            match s.phases.get(&phase) {
-                Some(r) => out.push_str(&format!(",{},{}", r.in_use_bytes, r.reserved_bytes)),
-                None => out.push_str(",,"),
-            }
-        }
-        out.push('\n');
-    }
-    out
-}
-
 #[component]
 fn SummaryCard(live: Live) -> impl IntoView {
     view! {
         {move || live.timeline.get().map(|t| {
             let s = &t.summary;
             let json = serde_json::to_string_pretty(&t).unwrap_or_default();
-            let table = csv(&t);
+            let table = t.to_csv();
             let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
             view! {
                 <section class="panel" id="summary">

@@ -281,7 +281,14 @@ async fn advance(live: Live) -> bool {
     };
     match run.step().await {
         Ok(outcome) => {
-            live.steps.set(run.records().to_vec());
+            // Losses arrive in grouped readbacks: refresh from the first step still without
+            // one, rather than copying every record every step.
+            let records = run.records();
+            live.steps.update(|steps| {
+                let from = steps.iter().position(|s| s.loss.is_none()).unwrap_or(steps.len());
+                steps.truncate(from);
+                steps.extend_from_slice(&records[from..]);
+            });
             live.wall_ms.update(|w| w.push(now_ms()));
             if let Some(eval) = outcome.eval {
                 live.evals.update(|e| e.push(eval));

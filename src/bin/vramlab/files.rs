@@ -13,38 +13,8 @@ pub fn write_all(dir: &Path, timeline: &Timeline) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let json = serde_json::to_string_pretty(timeline)?;
     std::fs::write(dir.join("timeline.json"), json).context("writing timeline.json")?;
-    write_csv(&dir.join("timeline.csv"), timeline).context("writing timeline.csv")?;
+    std::fs::write(dir.join("timeline.csv"), timeline.to_csv()).context("writing timeline.csv")?;
     write_svg(&dir.join("memory.svg"), timeline).context("writing memory.svg")?;
-    Ok(())
-}
-
-fn write_csv(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
-    let mut out = csv::Writer::from_path(path)?;
-    let mut header = vec!["step".to_string(), "loss".into(), "ms".into()];
-    for phase in Phase::ALL {
-        for field in ["in_use_bytes", "reserved_bytes", "padding_bytes", "allocs"] {
-            header.push(format!("{}_{field}", phase.name()));
-        }
-    }
-    out.write_record(&header)?;
-    for step in &timeline.steps {
-        let mut row = vec![
-            step.step.to_string(),
-            step.loss.map_or(String::new(), |l| l.to_string()),
-            format!("{:.3}", step.ms),
-        ];
-        for phase in Phase::ALL {
-            match step.phases.get(&phase) {
-                Some(r) => row.extend(
-                    [r.in_use_bytes, r.reserved_bytes, r.padding_bytes, r.allocs]
-                        .map(|v| v.to_string()),
-                ),
-                None => row.extend(std::iter::repeat_n(String::new(), 4)),
-            }
-        }
-        out.write_record(&row)?;
-    }
-    out.flush()?;
     Ok(())
 }
 

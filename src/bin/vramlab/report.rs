@@ -9,7 +9,7 @@ pub fn mib(bytes: u64) -> f64 {
 
 pub fn print_table(summary: &Summary) {
     let loss = |l: Option<f32>| l.map_or("-".to_string(), |v| format!("{v:.4}"));
-    let rows: Vec<(String, String)> = vec![
+    let mut rows: Vec<(String, String)> = vec![
         ("run".into(), summary.name.clone()),
         (
             "adapter".into(),
@@ -92,7 +92,6 @@ pub fn print_table(summary: &Summary) {
             .to_lowercase(),
         ),
     ];
-    let mut rows = rows;
     rows.push(("strategies".into(), strategies_line(summary)));
     if let Some(scale) = summary.loss_scale {
         rows.push((

@@ -17,7 +17,9 @@ use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind,
     RunConfig,
 };
+use crate::engine::data::split_sizes;
 use crate::engine::models::cnn_geometry;
+use crate::engine::strategies::grad_accumulation::largest_micro_batch;
 
 const F32: u64 = 4;
 /// Token and class ids are stored as 32-bit integers on the wgpu backend.
@@ -105,10 +107,9 @@ fn kept_per_activated_layer(config: &RunConfig) -> u64 {
 /// Predict the memory of one training step of `config` (which must be valid).
 pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let (width, classes, per_sample) = data_shape(config);
-    let b = config.batch_size as u64;
     let k = config.strategies.grad_accumulation.max(1) as u64;
-    // With accumulation each pass sees one micro-batch, the largest of which has ceil(b / k).
-    let micro = b.div_ceil(k);
+    // With accumulation each pass sees one micro-batch; the largest sets the activations.
+    let micro = largest_micro_batch(config.batch_size, k as usize) as u64;
     let layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
     let precision = config.strategies.mixed_precision;
@@ -135,13 +136,12 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     let batch_for = |n: u64| n * width as u64 * input_bytes + n * per_sample as u64 * INT;
     let batch = batch_for(micro);
+    let (train_len, test_len) = split_sizes(&config.data);
     let resident_data = match config.strategies.data_residency {
         DataResidency::Host => 0,
-        DataResidency::Device => batch_for(crate::engine::data::split_sizes(&config.data).0 as u64),
+        DataResidency::Device => batch_for(train_len as u64),
     };
-    let eval_n = config
-        .eval_batch_size
-        .min(crate::engine::data::split_sizes(&config.data).1) as u64;
+    let eval_n = config.eval_batch_size.min(test_len) as u64;
     let mut eval_batch = batch_for(eval_n) + eval_n * (per_sample * classes) as u64 * F32;
     if config.strategies.eval_mode == EvalMode::Autodiff {
         // Evaluating through autodiff keeps a training-sized graph for every eval batch.

@@ -15,6 +15,11 @@ pub fn micro_batches(indices: &[usize], k: usize) -> Vec<&[usize]> {
     out
 }
 
+/// The size of the largest of [`micro_batches`]' parts: what one forward pass holds.
+pub fn largest_micro_batch(batch: usize, k: usize) -> usize {
+    batch.div_ceil(k)
+}
+
 /// The factor a micro-batch's mean loss is multiplied by: its share of the batch.
 pub fn loss_scale(micro_len: usize, batch_len: usize) -> f32 {
     micro_len as f32 / batch_len as f32
@@ -33,6 +38,7 @@ mod tests {
             vec![4, 3, 3]
         );
         assert_eq!(parts.concat(), indices);
+        assert_eq!(largest_micro_batch(10, 3), 4);
         let scales: f32 = parts.iter().map(|p| loss_scale(p.len(), 10)).sum();
         assert!((scales - 1.0).abs() < 1e-6);
     }

@@ -1,5 +1,6 @@
 //! The training loop and what it records.
 
+mod export;
 mod optimizer;
 pub mod records;
 mod run;

@@ -21,7 +21,9 @@ use crate::engine::strategies::checkpointing::training_device;
 use crate::engine::strategies::data_residency::ResidentSplit;
 use crate::engine::strategies::eval_mode::{eval_model, release_orphaned_graphs};
 use crate::engine::strategies::free_cache;
-use crate::engine::strategies::grad_accumulation::{loss_scale, micro_batches};
+use crate::engine::strategies::grad_accumulation::{
+    largest_micro_batch, loss_scale, micro_batches,
+};
 use crate::engine::strategies::inplace_activation::Tap;
 use crate::engine::strategies::loss_bookkeeping::LeakedSteps;
 use crate::engine::strategies::mixed_precision::{
@@ -190,12 +192,11 @@ impl Run {
             };
             record(&mut phases, Phase::Upload)?;
 
-            let inputs = cast_inputs(&batch.inputs, compute_dtype(self.precision));
             let mut tap = Tap::plain(self.config.strategies.inplace_activation);
             if self.leaked.is_some() {
                 tap.held = Some(Vec::new());
             }
-            let logits = self.forward(&model, &inputs, &mut tap);
+            let logits = self.forward(&model, &batch.inputs, &mut tap);
             let held_logits = self.leaked.is_some().then(|| logits.clone());
             let mut loss = self.loss.forward(logits, batch.targets);
             if micro.len() != picked.len() {
@@ -292,7 +293,7 @@ impl Run {
         let started = Instant::now();
         let (model, device) = eval_model(
             self.config.strategies.eval_mode,
-            self.model.as_ref().expect("model present between steps"),
+            self.current_model(),
             &self.gpu.device,
             &self.device,
         );
@@ -312,7 +313,6 @@ impl Run {
             let Batch {
                 inputs, targets, ..
             } = split.range_batch(start, len, per_sample, &device);
-            let inputs = cast_inputs(&inputs, compute_dtype(self.precision));
             let mut tap = Tap::plain(self.config.strategies.inplace_activation);
             let logits = self.forward(&model, &inputs, &mut tap);
             memory = memory.max(sampler::read(&device, Phase::Eval.name())?);
@@ -350,8 +350,15 @@ impl Run {
         })
     }
 
-    /// The model's forward pass in the run's precision, with f32 logits for the loss.
+    /// The model between steps (the optimizer holds it only inside a step).
+    fn current_model(&self) -> &Model {
+        self.model.as_ref().expect("model present between steps")
+    }
+
+    /// The model's forward pass in the run's precision: float inputs cast to the compute type,
+    /// f32 logits out for the loss.
     fn forward(&self, model: &Model, inputs: &BatchInputs, tap: &mut Tap) -> Tensor<2> {
+        let inputs = &cast_inputs(inputs, compute_dtype(self.precision));
         match self.precision {
             MixedPrecision::Off => model.forward(inputs, tap),
             MixedPrecision::F16 => compute_copy(model)
@@ -364,25 +371,24 @@ impl Run {
     /// In use after each activation of a no-grad forward pass over one (micro-)batch of
     /// training samples, above in use before it: what `inplace_activation` changes.
     fn probe_activations(&self) -> Result<Vec<u64>, EngineError> {
-        let model = self.model.as_ref().expect("model present between steps");
+        let model = self.current_model();
         if !model.has_tapped_activations() {
             return Ok(Vec::new());
         }
         let inner = &self.gpu.device;
         let model = model.valid();
-        let len = self
-            .config
-            .batch_size
-            .div_ceil(self.config.strategies.grad_accumulation);
+        let len = largest_micro_batch(
+            self.config.batch_size,
+            self.config.strategies.grad_accumulation,
+        );
         let batch = self
             .data
             .train
             .range_batch(0, len, self.data.targets_per_sample, inner);
-        let inputs = cast_inputs(&batch.inputs, compute_dtype(self.precision));
         let before = sampler::read(inner, "probe")?.in_use_bytes;
         let mut tap = Tap::plain(self.config.strategies.inplace_activation);
         tap.probe = Some((inner.clone(), Vec::new()));
-        drop(self.forward(&model, &inputs, &mut tap));
+        drop(self.forward(&model, &batch.inputs, &mut tap));
         let (_, readings) = tap.probe.take().expect("set above");
         readings
             .into_iter()
@@ -405,11 +411,7 @@ impl Run {
         if self.data.kind.input_kind() != InputKind::Points || n == 0 {
             return Ok(None);
         }
-        let model = self
-            .model
-            .as_ref()
-            .expect("model present between steps")
-            .valid();
+        let model = self.current_model().valid();
         let cell = 2.0 * extent / n as f32;
         let mut values = Vec::with_capacity(n * n * 2);
         for row in 0..n {
@@ -419,8 +421,7 @@ impl Run {
             }
         }
         let points = Tensor::<2>::from_data(TensorData::new(values, [n * n, 2]), &self.gpu.device);
-        let inputs = cast_inputs(&BatchInputs::Floats(points), compute_dtype(self.precision));
-        let logits = self.forward(&model, &inputs, &mut Tap::plain(true));
+        let logits = self.forward(&model, &BatchInputs::Floats(points), &mut Tap::plain(true));
         let probability = burn::tensor::activation::softmax(logits, 1)
             .slice([0..n * n, 1..2])
             .reshape([n * n]);
