@@ -13,8 +13,17 @@ pub fn write_all(dir: &Path, timeline: &Timeline) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let json = serde_json::to_string_pretty(timeline)?;
     std::fs::write(dir.join("timeline.json"), json).context("writing timeline.json")?;
-    std::fs::write(dir.join("timeline.csv"), timeline.to_csv()).context("writing timeline.csv")?;
+    write_csv(&dir.join("timeline.csv"), timeline).context("writing timeline.csv")?;
     write_svg(&dir.join("memory.svg"), timeline).context("writing memory.svg")?;
+    Ok(())
+}
+
+fn write_csv(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
+    let mut out = csv::Writer::from_path(path)?;
+    for row in timeline.table_rows() {
+        out.write_record(&row)?;
+    }
+    out.flush()?;
     Ok(())
 }
 

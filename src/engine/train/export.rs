@@ -1,6 +1,6 @@
-//! A run as CSV: one row per step, the loss, the step time, and every allocator figure of every
-//! phase. The CLI writes it as timeline.csv and the page offers it for download, so both give
-//! the same columns. Every field is a number (or empty), so no quoting is ever needed.
+//! A run as a table: one row per step, the loss, the step time, and every allocator figure of
+//! every phase. The CLI writes it as timeline.csv (through the csv crate) and the page offers it
+//! for download, so both give the same columns.
 
 use crate::engine::memory::Phase;
 
@@ -9,15 +9,15 @@ use super::records::Timeline;
 const READING_FIELDS: [&str; 4] = ["in_use_bytes", "reserved_bytes", "padding_bytes", "allocs"];
 
 impl Timeline {
-    pub fn to_csv(&self) -> String {
+    /// The header row, then one row per step; a phase the step did not have leaves its cells empty.
+    pub fn table_rows(&self) -> Vec<Vec<String>> {
         let mut header = vec!["step".to_string(), "loss".into(), "ms".into()];
         for phase in Phase::ALL {
             for field in READING_FIELDS {
                 header.push(format!("{}_{field}", phase.name()));
             }
         }
-        let mut out = header.join(",");
-        out.push('\n');
+        let mut rows = vec![header];
         for step in &self.steps {
             let mut row = vec![
                 step.step.to_string(),
@@ -33,9 +33,17 @@ impl Timeline {
                     None => row.extend(std::iter::repeat_n(String::new(), READING_FIELDS.len())),
                 }
             }
-            out.push_str(&row.join(","));
-            out.push('\n');
+            rows.push(row);
         }
-        out
+        rows
+    }
+
+    /// The table as CSV text for the page, which has no csv crate: every cell is a number, a
+    /// column name or empty, so none ever needs quoting.
+    pub fn to_csv(&self) -> String {
+        self.table_rows()
+            .iter()
+            .map(|row| row.join(",") + "\n")
+            .collect()
     }
 }
