@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::memory::Budget;
+
 use super::error::ConfigError;
 
 /// Upper bounds shared by validation and documentation. Chosen so that no single tensor of a
@@ -51,6 +53,9 @@ pub struct RunConfig {
     pub memory_sampling: MemorySampling,
     /// The memory-saving strategies; each later feature adds its field here.
     pub strategies: Strategies,
+    /// Run as if the GPU had only this much memory: bytes, or a share of the adapter's limit.
+    /// Written out as `null` when unset, so `--set budget=...` finds the field.
+    pub budget: Option<Budget>,
 }
 
 impl Default for RunConfig {
@@ -68,6 +73,7 @@ impl Default for RunConfig {
             seed: 42,
             memory_sampling: MemorySampling::Phase,
             strategies: Strategies::default(),
+            budget: None,
         }
     }
 }

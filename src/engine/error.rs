@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+use crate::engine::memory::budget::OutOfMemory;
+
 /// A configuration that cannot run. The CLI maps this to exit code 2.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
@@ -61,7 +63,8 @@ impl ConfigError {
     }
 }
 
-/// Anything that stops a run after its config was accepted. The CLI maps this to exit code 1.
+/// Anything that stops a run after its config was accepted. The CLI maps this to exit code 1,
+/// or 3 for out-of-memory.
 #[derive(Debug, Error)]
 pub enum EngineError {
     #[error(transparent)]
@@ -70,4 +73,7 @@ pub enum EngineError {
     NoAdapter(String),
     #[error("the GPU failed during {phase}: {message}")]
     Device { phase: String, message: String },
+    /// The run needed more than its `budget`; the device and the engine stay usable.
+    #[error("{0}")]
+    OutOfMemory(Box<OutOfMemory>),
 }

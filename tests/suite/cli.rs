@@ -185,3 +185,52 @@ fn the_memory_pool_changes_reserved_memory_not_bytes_in_use() {
         "the pools should reserve differently"
     );
 }
+
+#[test]
+fn out_of_memory_exits_3_naming_the_layer_and_what_would_fit() {
+    // Exclusive pages (a new process may pick its pools): what the pool keeps is close to what
+    // is live, so a 2 MiB budget binds on the live bytes: 1.26 MiB before the second hidden
+    // layer's 1 MiB output at batch 512.
+    let args = [
+        "train",
+        "--preset",
+        "spiral-mlp",
+        "--steps",
+        "3",
+        "--set",
+        "strategies.memory_pool=exclusive",
+        "--set",
+        "eval_batch_size=256",
+        "--budget",
+        "2MiB",
+    ];
+    let out = vramlab(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("out of memory at step 1, forward (layer 2 output)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("budget 2.000 MiB"), "{stderr}");
+    assert!(
+        stderr.contains("what would fit") && stderr.contains("--set "),
+        "{stderr}"
+    );
+
+    // The changes it offers are estimates; at least one, taken, must make the same budget fit.
+    let offered: Vec<String> = stderr
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("--set "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    assert!(!offered.is_empty(), "{stderr}");
+    let fitting = offered.iter().find(|change| {
+        let mut fitted = args.to_vec();
+        fitted.extend(["--set", change.as_str()]);
+        vramlab(&fitted).status.success()
+    });
+    println!("offered {offered:?}; fits under 2 MiB: {fitting:?}");
+    assert!(fitting.is_some(), "none of {offered:?} fits under 2 MiB");
+}

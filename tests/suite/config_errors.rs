@@ -177,6 +177,9 @@ fn each_invalid_field_is_named_in_its_error() {
             "strategies.mixed_precision",
             "models for it: mlp, cnn, transformer",
         ),
+        ("spiral-mlp", "budget=1.5", "budget", "(0, 1]"),
+        ("spiral-mlp", "budget=12parsecs", "budget", "512MiB, 6GiB"),
+        ("spiral-mlp", "budget=-3MiB", "budget", "above zero"),
     ];
     for &(base, assignment, field, text) in cases {
         let err = error_for(base, assignment);

@@ -176,7 +176,11 @@ fn Charts(live: Live) -> impl IntoView {
                     name: "reserved".into(),
                     color: "#ff7f0e",
                     points: pick(|s| {
-                        s.phases.values().map(|r| r.reserved_bytes).max().unwrap_or(0)
+                        s.phases
+                            .values()
+                            .map(|r| r.reserved_bytes)
+                            .max()
+                            .unwrap_or(0)
                     }),
                     dashed: false,
                 },

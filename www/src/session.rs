@@ -285,7 +285,10 @@ async fn advance(live: Live) -> bool {
             // one, rather than copying every record every step.
             let records = run.records();
             live.steps.update(|steps| {
-                let from = steps.iter().position(|s| s.loss.is_none()).unwrap_or(steps.len());
+                let from = steps
+                    .iter()
+                    .position(|s| s.loss.is_none())
+                    .unwrap_or(steps.len());
                 steps.truncate(from);
                 steps.extend_from_slice(&records[from..]);
             });

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use vramlab::engine::config::MemorySampling;
+use vramlab::engine::memory::Budget;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, preset};
 use vramlab::engine::{ConfigError, RunConfig};
@@ -43,6 +44,10 @@ pub struct TrainArgs {
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub overrides: Vec<String>,
+    /// Run as if the GPU had only this much memory: 512MiB, 6GiB, 1536KiB, plain bytes, or a
+    /// fraction of the adapter's largest buffer such as 0.8 (same as --set budget=SIZE).
+    #[arg(long, value_name = "SIZE")]
+    pub budget: Option<String>,
     /// Number of training steps (same as --set steps=N).
     #[arg(long)]
     pub steps: Option<usize>,
@@ -77,6 +82,11 @@ impl TrainArgs {
             (None, None) => preset(DEFAULT_PRESET)?,
         };
         let mut config = apply_overrides(base, self.overrides.iter().map(String::as_str))?;
+        if let Some(budget) = &self.budget {
+            let budget =
+                Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
+            config.budget = Some(budget);
+        }
         if let Some(steps) = self.steps {
             config.steps = steps;
         }

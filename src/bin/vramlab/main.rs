@@ -14,8 +14,10 @@ use vramlab::engine::{self, ConfigError, EngineError};
 
 use args::{Cli, Command, TrainArgs};
 
-/// Exit codes: 0 ok, 2 bad config or arguments, 1 anything else.
+/// Exit codes: 0 ok, 2 bad config or arguments, 3 out of memory under the budget, 1 anything
+/// else.
 const EXIT_BAD_INPUT: u8 = 2;
+const EXIT_OUT_OF_MEMORY: u8 = 3;
 const EXIT_FAILURE: u8 = 1;
 
 fn main() -> ExitCode {
@@ -58,6 +60,11 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         );
     if bad_input {
         EXIT_BAD_INPUT
+    } else if matches!(
+        err.downcast_ref::<EngineError>(),
+        Some(EngineError::OutOfMemory(_))
+    ) {
+        EXIT_OUT_OF_MEMORY
     } else {
         EXIT_FAILURE
     }

@@ -5,7 +5,7 @@ mod mlp;
 mod recurrent;
 mod transformer;
 
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::activation::ActivationConfig;
 use burn::tensor::{Device, Tensor};
 
@@ -40,7 +40,22 @@ pub(crate) fn activation_config(activation: Activation) -> ActivationConfig {
     }
 }
 
+/// Touches every float parameter, which makes burn initialise it.
+struct Materialize;
+
+impl ModuleVisitor for Materialize {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let _ = param.val();
+    }
+}
+
 impl Model {
+    /// burn creates parameters lazily, at their first use; the budget's first check and the
+    /// measured weight bytes need them on the device when the run starts.
+    pub fn initialise_params(&self) {
+        self.visit(&mut Materialize);
+    }
+
     /// Build the configured model for this data set. The config must have been validated.
     pub fn build(config: &RunConfig, data: &Dataset, device: &Device) -> Self {
         let model = &config.model;

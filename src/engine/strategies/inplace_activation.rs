@@ -10,7 +10,7 @@ use burn::nn::activation::Activation;
 use burn::tensor::{Device, Tensor};
 
 use crate::engine::error::EngineError;
-use crate::engine::memory::sampler;
+use crate::engine::memory::{BudgetWatch, sampler};
 
 /// What a forward pass does at each activation; passed down through the models.
 #[derive(Default)]
@@ -22,6 +22,11 @@ pub struct Tap {
     /// When set, the allocator is read after every activation (while a kept input is still
     /// alive): in use, in bytes, one entry per activated layer.
     pub probe: Option<(Device, Vec<Result<u64, EngineError>>)>,
+    /// The run's budget and the phase to blame, checked after every activation.
+    pub watch: Option<(BudgetWatch, &'static str)>,
+    /// The first budget check that failed; the forward pass runs on and the caller returns it.
+    pub breach: Option<EngineError>,
+    activations: usize,
 }
 
 impl Tap {
@@ -38,8 +43,15 @@ impl Tap {
         } else {
             (activation.forward(x.clone()), Some(x))
         };
+        self.activations += 1;
         if let Some((device, readings)) = &mut self.probe {
             readings.push(sampler::read(device, "probe").map(|r| r.in_use_bytes));
+        }
+        if let Some((watch, phase)) = &mut self.watch
+            && self.breach.is_none()
+        {
+            let site = format!("layer {} output", self.activations);
+            self.breach = watch.check(phase, &site).err();
         }
         drop(kept_input);
         if let Some(held) = &mut self.held {

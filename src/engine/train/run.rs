@@ -15,7 +15,10 @@ use crate::engine::config::{
 use crate::engine::data::{Batch, BatchInputs, BatchOrder, Dataset};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
-use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase, predict, sampler};
+use crate::engine::memory::suggest::what_fits;
+use crate::engine::memory::{
+    BudgetWatch, MemoryPrediction, MemoryReading, Phase, predict, sampler,
+};
 use crate::engine::models::Model;
 use crate::engine::strategies::checkpointing::training_device;
 use crate::engine::strategies::data_residency::ResidentSplit;
@@ -74,12 +77,20 @@ pub struct Run {
     fallbacks: Vec<String>,
     /// The training split on the device (`data_residency` = `device`).
     resident: Option<ResidentSplit>,
+    /// The `budget`, enforced at every allocation site; `None` without one.
+    watch: Option<BudgetWatch>,
 }
 
 impl Run {
     /// Validate the config, build data and model, and start from the device's baseline memory.
     pub fn new(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
         config.validate()?;
+        let budget = config.budget.map(|budget| budget.bytes(&gpu.adapter));
+        Self::start(config.clone(), gpu, budget)
+            .map_err(|err| explain(err, None, &config, gpu, budget))
+    }
+
+    fn start(config: RunConfig, gpu: &Gpu, budget: Option<u64>) -> Result<Self, EngineError> {
         let data =
             Dataset::build(&config.data, config.seed).map_err(|message| EngineError::Device {
                 phase: "data".into(),
@@ -94,14 +105,23 @@ impl Run {
         let device = training_device(&gpu.device, config.strategies.checkpointing);
         let (precision, fallback) =
             mixed_precision::resolve(config.strategies.mixed_precision, &gpu.adapter);
+        let mut watch = budget.map(|limit| BudgetWatch::new(&device, limit, baseline));
         let mut model = Model::build(&config, &data, &device);
         if precision == MixedPrecision::F16Unscaled {
             model = mixed_precision::half(model);
         }
+        model.initialise_params();
+        if let Some(watch) = &mut watch {
+            watch.check("setup", "model parameters")?;
+        }
         let inner = gpu.device.clone();
         let resident = (config.strategies.data_residency == DataResidency::Device)
             .then(|| ResidentSplit::upload(&data.train, data.targets_per_sample, &device));
+        if let (Some(watch), Some(_)) = (&mut watch, &resident) {
+            watch.check("setup", "training split resident on the device")?;
+        }
         Ok(Self {
+            watch,
             resident,
             order: BatchOrder::new(data.train.len, config.seed),
             prediction: predict(&config),
@@ -153,15 +173,18 @@ impl Run {
         self.model.as_ref().map_or(0, Model::param_count)
     }
 
-    fn reading(&self, phase: Phase) -> Result<MemoryReading, EngineError> {
-        sampler::read(&self.device, phase.name())
+    /// One training step: upload a batch, forward, backward, optimizer step, and an evaluation
+    /// when one is due. Readings follow `memory_sampling`. Out of memory under the `budget`
+    /// leaves the run as it was before the step (the model is kept, the step's tensors freed).
+    pub async fn step(&mut self) -> Result<StepOutcome, EngineError> {
+        let step = self.steps.len() + 1;
+        let result = self.step_unexplained().await;
+        let budget = self.watch.as_ref().map(BudgetWatch::limit);
+        result.map_err(|err| explain(err, Some(step), &self.config, &self.gpu, budget))
     }
 
-    /// One training step: upload a batch, forward, backward, optimizer step, and an evaluation
-    /// when one is due. Readings follow `memory_sampling`.
-    pub async fn step(&mut self) -> Result<StepOutcome, EngineError> {
+    async fn step_unexplained(&mut self) -> Result<StepOutcome, EngineError> {
         let index = self.steps.len();
-        let per_phase = self.config.memory_sampling == MemorySampling::Phase;
         let mut phases = BTreeMap::new();
         let started = Instant::now();
 
@@ -170,56 +193,13 @@ impl Run {
             .model
             .take()
             .expect("the model is back after every step");
-        // One pass per micro-batch (one in all when accumulation is off); each phase keeps its
-        // largest reading over the micro-batches.
-        let record = |phases: &mut BTreeMap<Phase, MemoryReading>, phase: Phase| {
-            if per_phase {
-                let reading = sampler::read(&self.device, phase.name())?;
-                let slot = phases.entry(phase).or_insert(reading);
-                *slot = slot.max(reading);
+        let (mut accumulated, step_loss) = match self.passes(&model, &picked, &mut phases, index) {
+            Ok(done) => done,
+            Err(err) => {
+                self.model = Some(model);
+                return Err(err);
             }
-            Ok::<(), EngineError>(())
         };
-        let mut accumulated = GradientsAccumulator::<Model>::new();
-        let mut step_loss: Option<Tensor<1>> = None;
-        for micro in micro_batches(&picked, self.config.strategies.grad_accumulation) {
-            let batch = match &self.resident {
-                Some(resident) => resident.batch(micro, &self.device),
-                None => self
-                    .data
-                    .train
-                    .batch(micro, self.data.targets_per_sample, &self.device),
-            };
-            record(&mut phases, Phase::Upload)?;
-
-            let mut tap = Tap::plain(self.config.strategies.inplace_activation);
-            if self.leaked.is_some() {
-                tap.held = Some(Vec::new());
-            }
-            let logits = self.forward(&model, &batch.inputs, &mut tap);
-            let held_logits = self.leaked.is_some().then(|| logits.clone());
-            let mut loss = self.loss.forward(logits, batch.targets);
-            if micro.len() != picked.len() {
-                loss = loss.mul_scalar(loss_scale(micro.len(), picked.len()));
-            }
-            record(&mut phases, Phase::Forward)?;
-
-            let scaled = match &self.scaler {
-                Some(scaler) => loss.clone().mul_scalar(scaler.scale()),
-                None => loss.clone(),
-            };
-            accumulated.accumulate(
-                &model,
-                GradientsParams::from_grads(scaled.backward(), &model),
-            );
-            record(&mut phases, Phase::Backward)?;
-            if let (Some(leaked), Some(logits)) = (&mut self.leaked, held_logits) {
-                let mut held = tap.held.take().unwrap_or_default();
-                held.push(logits);
-                leaked.hold(index + 1, loss.clone(), held);
-            }
-            step_loss = Some(add_to(step_loss, loss.detach()));
-        }
 
         let used_scale = self.scaler.as_ref().map(GradScaler::scale);
         let mut grads = accumulated.grads();
@@ -228,7 +208,13 @@ impl Run {
             let (unscaled, poisoned) = scaler.unscale(grads, &model);
             grads = unscaled;
             // One readback per step, as PyTorch's scaler does with its found-inf flag.
-            let poisoned = read_floats(poisoned, "loss scaler").await?[0];
+            let poisoned = match read_floats(poisoned, "loss scaler").await {
+                Ok(values) => values[0],
+                Err(err) => {
+                    self.model = Some(model);
+                    return Err(err);
+                }
+            };
             skipped = !scaler.update(poisoned.is_finite());
         }
         let model = if skipped {
@@ -241,10 +227,17 @@ impl Run {
         if free_cache::due(self.config.strategies.free_cache, last_of_epoch) {
             sampler::release_cache(&self.device)?;
         }
-        let step_loss = step_loss.expect("a batch has at least one micro-batch");
         self.pending_losses.push((index, step_loss));
-        // The end-of-step reading is taken in both modes; its sync also makes `ms` honest.
-        phases.insert(Phase::Optimizer, self.reading(Phase::Optimizer)?);
+        // The end-of-step reading is taken in both sampling modes; its sync also makes `ms`
+        // honest. On the first step it is also where the optimizer's state first exists.
+        let end = match &mut self.watch {
+            Some(watch) => watch.check(
+                Phase::Optimizer.name(),
+                "optimizer step (updated parameters, optimizer state)",
+            )?,
+            None => sampler::read(&self.device, Phase::Optimizer.name())?,
+        };
+        phases.insert(Phase::Optimizer, end);
         let ms = started.elapsed().as_secs_f64() * 1e3;
 
         let mut record = StepRecord::new(index + 1, ms, phases);
@@ -271,6 +264,88 @@ impl Run {
             eval,
             latest_loss: self.latest_loss,
         })
+    }
+
+    /// Forward and backward over each micro-batch (one in all when accumulation is off); each
+    /// phase keeps its largest reading over the micro-batches. Returns the summed gradients and
+    /// the step's loss.
+    fn passes(
+        &mut self,
+        model: &Model,
+        picked: &[usize],
+        phases: &mut BTreeMap<Phase, MemoryReading>,
+        index: usize,
+    ) -> Result<(GradientsAccumulator<Model>, Tensor<1>), EngineError> {
+        let mut accumulated = GradientsAccumulator::<Model>::new();
+        let mut step_loss: Option<Tensor<1>> = None;
+        for micro in micro_batches(picked, self.config.strategies.grad_accumulation) {
+            let batch = match &self.resident {
+                Some(resident) => resident.batch(micro, &self.device),
+                None => self
+                    .data
+                    .train
+                    .batch(micro, self.data.targets_per_sample, &self.device),
+            };
+            self.checkpoint(phases, Phase::Upload, "batch upload")?;
+
+            let mut tap = Tap::plain(self.config.strategies.inplace_activation);
+            if self.leaked.is_some() {
+                tap.held = Some(Vec::new());
+            }
+            tap.watch = self
+                .watch
+                .take()
+                .map(|watch| (watch, Phase::Forward.name()));
+            let logits = self.forward(model, &batch.inputs, &mut tap);
+            self.watch = tap.watch.take().map(|(watch, _)| watch);
+            if let Some(breach) = tap.breach.take() {
+                return Err(breach);
+            }
+            let held_logits = self.leaked.is_some().then(|| logits.clone());
+            let mut loss = self.loss.forward(logits, batch.targets);
+            if micro.len() != picked.len() {
+                loss = loss.mul_scalar(loss_scale(micro.len(), picked.len()));
+            }
+            self.checkpoint(phases, Phase::Forward, "logits and loss")?;
+
+            let scaled = match &self.scaler {
+                Some(scaler) => loss.clone().mul_scalar(scaler.scale()),
+                None => loss.clone(),
+            };
+            accumulated.accumulate(model, GradientsParams::from_grads(scaled.backward(), model));
+            self.checkpoint(phases, Phase::Backward, "gradients")?;
+            if let (Some(leaked), Some(logits)) = (&mut self.leaked, held_logits) {
+                let mut held = tap.held.take().unwrap_or_default();
+                held.push(logits);
+                leaked.hold(index + 1, loss.clone(), held);
+            }
+            step_loss = Some(add_to(step_loss, loss.detach()));
+        }
+        Ok((
+            accumulated,
+            step_loss.expect("a batch has at least one micro-batch"),
+        ))
+    }
+
+    /// Read the allocator after `site` allocated, when the budget or per-phase sampling asks
+    /// for it: the budget check, and the phase's largest reading so far.
+    fn checkpoint(
+        &mut self,
+        phases: &mut BTreeMap<Phase, MemoryReading>,
+        phase: Phase,
+        site: &str,
+    ) -> Result<(), EngineError> {
+        let per_phase = self.config.memory_sampling == MemorySampling::Phase;
+        let reading = match &mut self.watch {
+            Some(watch) => watch.check(phase.name(), site)?,
+            None if per_phase => sampler::read(&self.device, phase.name())?,
+            None => return Ok(()),
+        };
+        if per_phase {
+            let slot = phases.entry(phase).or_insert(reading);
+            *slot = slot.max(reading);
+        }
+        Ok(())
     }
 
     async fn read_back_losses(&mut self) -> Result<(), EngineError> {
@@ -314,8 +389,17 @@ impl Run {
                 inputs, targets, ..
             } = split.range_batch(start, len, per_sample, &device);
             let mut tap = Tap::plain(self.config.strategies.inplace_activation);
+            tap.watch = self.watch.take().map(|watch| (watch, Phase::Eval.name()));
             let logits = self.forward(&model, &inputs, &mut tap);
-            memory = memory.max(sampler::read(&device, Phase::Eval.name())?);
+            self.watch = tap.watch.take().map(|(watch, _)| watch);
+            if let Some(breach) = tap.breach.take() {
+                return Err(breach);
+            }
+            let reading = match &mut self.watch {
+                Some(watch) => watch.check(Phase::Eval.name(), "evaluation batch logits")?,
+                None => sampler::read(&device, Phase::Eval.name())?,
+            };
+            memory = memory.max(reading);
             let targets_n = targets.dims()[0];
             // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
             // (the lesson is the graph, not a leak of our own making).
@@ -483,6 +567,32 @@ fn pool_fallback(config: &RunConfig, gpu: &Gpu) -> Option<String> {
             gpu.memory_pool.name()
         )
     })
+}
+
+/// Give an out-of-memory error its step and what would fit; other errors pass as they are.
+fn explain(
+    err: EngineError,
+    step: Option<usize>,
+    config: &RunConfig,
+    gpu: &Gpu,
+    budget: Option<u64>,
+) -> EngineError {
+    match (err, budget) {
+        (EngineError::OutOfMemory(mut oom), Some(budget)) => {
+            oom.step = step;
+            let live_bytes_fit = oom.in_use_bytes + oom.asked_bytes <= budget;
+            let needed = (oom.in_use_bytes + oom.asked_bytes).max(oom.reserved_bytes);
+            oom.suggestions = what_fits(
+                config,
+                budget,
+                needed,
+                gpu.adapter.shader_f16,
+                live_bytes_fit,
+            );
+            EngineError::OutOfMemory(oom)
+        }
+        (err, _) => err,
+    }
 }
 
 /// A running sum that starts at its first term (device tensors have no cheap zero of the right
