@@ -303,6 +303,41 @@ pub struct Strategies {
     /// allocation (the `max_split_size_mb` lesson). Fixed when the device starts: one per
     /// process (or page load).
     pub memory_pool: MemoryPool,
+    /// How the weights are stored: f32, f16 for everything (`model.half()`: gradients and
+    /// optimizer state follow), or an int8-quantized copy for evaluation (training stays f32).
+    pub weight_dtype: WeightDtype,
+}
+
+impl Strategies {
+    /// The precision the run trains in: `weight_dtype` = `f16` is `model.half()`, which is what
+    /// `mixed_precision` = `f16_unscaled` does.
+    pub fn training_precision(&self) -> MixedPrecision {
+        match self.weight_dtype {
+            WeightDtype::F16 => MixedPrecision::F16Unscaled,
+            _ => self.mixed_precision,
+        }
+    }
+}
+
+/// How parameters are stored (see [`Strategies::weight_dtype`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightDtype {
+    #[default]
+    F32,
+    F16,
+    /// Symmetric per-tensor int8 (burn's quantization) for evaluation.
+    Int8,
+}
+
+impl WeightDtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Int8 => "int8",
+        }
+    }
 }
 
 impl Default for Strategies {
@@ -317,6 +352,7 @@ impl Default for Strategies {
             free_cache: FreeCache::Never,
             data_residency: DataResidency::Host,
             memory_pool: MemoryPool::Subslices,
+            weight_dtype: WeightDtype::F32,
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod config;
 pub mod data;
 pub mod device;
 pub mod error;
+pub mod finder;
 pub mod memory;
 pub mod models;
 pub mod overrides;

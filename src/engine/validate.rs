@@ -1,6 +1,8 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
 
-use super::config::{DataKind, InputKind, MixedPrecision, ModelKind, RunConfig, limits};
+use super::config::{
+    DataKind, EvalMode, InputKind, MixedPrecision, ModelKind, RunConfig, WeightDtype, limits,
+};
 use super::error::ConfigError;
 
 type Check = Result<(), ConfigError>;
@@ -170,7 +172,43 @@ fn training(config: &RunConfig) -> Check {
 
 fn strategies(config: &RunConfig) -> Check {
     let precision = config.strategies.mixed_precision;
+    let weights = config.strategies.weight_dtype;
     let kind = config.model.kind;
+    if weights == WeightDtype::F16 && precision == MixedPrecision::F16 {
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            "f16 stores the weights themselves in f16, while mixed_precision f16 keeps f32 \
+             master weights: use one (weight_dtype f16 with mixed_precision off or f16_unscaled)",
+        ));
+    }
+    if weights == WeightDtype::F16 && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            format!(
+                "f16 is not available for model.kind = {} (burn's recurrent cells keep f32 \
+                 state); models for it: mlp, cnn, transformer; or use f32",
+                kind.name()
+            ),
+        ));
+    }
+    if weights == WeightDtype::Int8 && config.strategies.eval_mode == EvalMode::Autodiff {
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            "int8 weights are an evaluation copy without autodiff; use eval_mode no_grad with it",
+        ));
+    }
+    if weights == WeightDtype::Int8 && !matches!(kind, ModelKind::Mlp | ModelKind::Cnn) {
+        // Quantized weights go through burn's quantized matmul (dense layers) or are
+        // dequantized by its convolution; the sequence models' weights meet ops that refuse them.
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            format!(
+                "int8 is not available for model.kind = {}; models for it: mlp, cnn; or use f32 \
+                 or f16",
+                kind.name()
+            ),
+        ));
+    }
     if precision != MixedPrecision::Off && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
         // burn's GRU and LSTM build their hidden-state buffers in the default float type (f32)
         // inside their forward pass, which cannot mix with f16 activations.

@@ -153,6 +153,21 @@ if (f16 === 'no') {
 }
 await page.screenshot({ path: path.join(shots, '3-f16-fallback.png'), fullPage: true });
 
+// 5b. Under a tiny budget the run stops with an out-of-memory message naming where and what would
+// fit; emptying the budget, the next run on the same page trains to the end.
+await page.fill('input[name="budget"]', '256KiB');
+await page.dispatchEvent('input[name="budget"]', 'change');
+check(page.url().includes('budget=256KiB'), 'the URL carries the budget');
+await page.$eval('#start', (b) => b.click());
+await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'stopped', null, { timeout: 600_000 });
+const oom = await page.textContent('#run-error');
+check(oom.includes('out of memory') && oom.includes('budget 0.250 MiB') && oom.includes('what would fit'),
+  `out of memory under 256 KiB says where and what would fit: "${oom.split('\n')[0]}"`);
+await page.screenshot({ path: path.join(shots, '4-out-of-memory.png'), fullPage: true });
+await page.fill('input[name="budget"]', '');
+await page.dispatchEvent('input[name="budget"]', 'change');
+check(await trainToEnd('after the out-of-memory, no budget') === 'finished', 'after an out-of-memory the page trains again');
+
 // 6. A bad edit is refused with the field and range, and the page keeps working.
 await page.fill('input[name="batch_size"]', '0');
 await page.dispatchEvent('input[name="batch_size"]', 'change');

@@ -178,6 +178,18 @@ fn each_invalid_field_is_named_in_its_error() {
             "models for it: mlp, cnn, transformer",
         ),
         ("spiral-mlp", "budget=1.5", "budget", "(0, 1]"),
+        (
+            "sort-gru",
+            "strategies.weight_dtype=int8",
+            "strategies.weight_dtype",
+            "models for it: mlp, cnn",
+        ),
+        (
+            "sort-lstm",
+            "strategies.weight_dtype=f16",
+            "strategies.weight_dtype",
+            "models for it: mlp, cnn, transformer",
+        ),
         ("spiral-mlp", "budget=12parsecs", "budget", "512MiB, 6GiB"),
         ("spiral-mlp", "budget=-3MiB", "budget", "above zero"),
     ];

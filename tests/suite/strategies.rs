@@ -522,3 +522,69 @@ fn a_run_asking_for_other_pools_than_the_device_has_says_so() {
         t.summary.fallbacks
     );
 }
+
+#[test]
+fn f16_weights_take_half_the_bytes_of_f32() {
+    let (_lock, gpu) = gpu();
+    let (_, f32_run, _, f16_run) = both(&gpu, &["steps=2"], &["strategies.weight_dtype=f16"]);
+    let (full, half) = (f32_run.summary.weight_bytes, f16_run.summary.weight_bytes);
+    println!(
+        "spiral-mlp weights: f32 {:.3} MiB, f16 {:.3} MiB ({:.3}x)",
+        mib(full),
+        mib(half),
+        half as f64 / full as f64
+    );
+    assert!(
+        full >= f32_run.summary.params * 4,
+        "f32 weights are 4 bytes each"
+    );
+    if gpu.adapter.shader_f16 {
+        let ratio = half as f64 / full as f64;
+        assert!(
+            (0.49..=0.52).contains(&ratio),
+            "f16/f32 weight bytes {ratio}"
+        );
+    } else {
+        assert_eq!(half, full, "without shader-f16 the weights stay f32");
+        assert!(f16_run.summary.fallbacks[0].starts_with("weight_dtype f16"));
+    }
+}
+
+#[test]
+fn int8_evaluation_weights_take_a_quarter_and_keep_the_accuracy() {
+    let (_lock, gpu) = gpu();
+    let (_, f32_run, _, int8_run) = both(&gpu, &["steps=60"], &["strategies.weight_dtype=int8"]);
+    let (full, int8) = (
+        f32_run.summary.weight_bytes,
+        int8_run
+            .summary
+            .eval_weight_bytes
+            .expect("measured at evaluation"),
+    );
+    let (acc_f32, acc_int8) = (
+        f32_run.summary.eval_accuracy.unwrap(),
+        int8_run.summary.eval_accuracy.unwrap(),
+    );
+    println!(
+        "spiral-mlp: f32 weights {:.3} MiB, int8 copy {:.3} MiB ({:.3}x); accuracy {acc_f32:.4} -> {acc_int8:.4}",
+        mib(full),
+        mib(int8),
+        int8 as f64 / full as f64
+    );
+    // The 256x256 and 2x256 matrices become one byte per weight; biases and the 256x2 head
+    // (not packable) stay f32: 0.246x here.
+    assert!(
+        (0.24..=0.30).contains(&(int8 as f64 / full as f64)),
+        "{int8} vs {full}"
+    );
+    // Training is untouched; only the evaluation reads the quantized copy.
+    assert_same_step_losses(&f32_run, &int8_run);
+    assert!(
+        (acc_f32 - acc_int8).abs() <= 0.03,
+        "{acc_f32} vs {acc_int8}"
+    );
+    assert_ne!(
+        f32_run.summary.eval_loss, int8_run.summary.eval_loss,
+        "the evaluation must really run on other weights"
+    );
+}

@@ -101,7 +101,7 @@ pub fn App() -> impl IntoView {
                     }}</span>
                 </section>
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
-                <Charts live=live />
+                <Charts live=live editor=editor />
                 <Comparison live=live />
                 <SummaryCard live=live />
             </div>
@@ -156,7 +156,7 @@ fn PredictionCard(editor: Editor) -> impl IntoView {
 }
 
 #[component]
-fn Charts(live: Live) -> impl IntoView {
+fn Charts(live: Live, editor: Editor) -> impl IntoView {
     let memory = Signal::derive(move || {
         let mut series = live.steps.with(|steps| {
             let pick = |f: fn(&StepRecord) -> u64| {
@@ -201,16 +201,24 @@ fn Charts(live: Live) -> impl IntoView {
         series
     });
     let memory_rules = Signal::derive(move || {
-        live.prediction
-            .get()
-            .map(|p| {
-                vec![Rule {
-                    label: format!("predicted peak {:.2} MiB", mib(p.peak)),
-                    y: mib(p.peak),
-                    color: "#2ca02c",
-                }]
-            })
-            .unwrap_or_default()
+        let predicted = live.prediction.get().map(|p| Rule {
+            label: format!("predicted peak {:.2} MiB", mib(p.peak)),
+            y: mib(p.peak),
+            color: "#2ca02c",
+        });
+        let budget = live
+            .timeline
+            .with(|t| t.as_ref().and_then(|t| t.config.budget));
+        let budget = budget.or_else(|| editor.config.with(|c| c.budget));
+        let budget = budget.zip(live.adapter.get()).map(|(budget, adapter)| {
+            let bytes = budget.bytes(&adapter);
+            Rule {
+                label: format!("budget {:.2} MiB", mib(bytes)),
+                y: mib(bytes),
+                color: "#d62728",
+            }
+        });
+        predicted.into_iter().chain(budget).collect::<Vec<_>>()
     });
     let losses = Signal::derive(move || {
         let train = live.steps.with(|s| {

@@ -49,6 +49,9 @@ struct StrategyInfo {
     choices: &'static [&'static str],
 }
 
+/// Settings with f16 choices, disabled when the adapter has no shader-f16.
+const F16_PATHS: [&str; 2] = ["strategies.mixed_precision", "strategies.weight_dtype"];
+
 const STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo {
         path: "strategies.grad_accumulation",
@@ -107,6 +110,13 @@ const STRATEGIES: &[StrategyInfo] = &[
         choices: &["subslices", "exclusive"],
     },
     StrategyInfo {
+        path: "strategies.weight_dtype",
+        label: "weight precision",
+        explain: "f16: model.half(), gradients and optimizer state too; int8: quantized copy for evaluation",
+        claim: "halve the model, or quantize it, and it still works",
+        choices: &["f32", "f16", "int8"],
+    },
+    StrategyInfo {
         path: "strategies.inplace_activation",
         label: "in-place activation",
         explain: "false: the activation writes a copy while its input stays alive",
@@ -127,6 +137,7 @@ fn json_field(config: &RunConfig, path: &str) -> String {
             .map(|v| v.to_string())
             .collect::<Vec<_>>()
             .join(","),
+        serde_json::Value::Null => String::new(),
         other => other.to_string(),
     }
 }
@@ -149,6 +160,12 @@ fn field(
                 on:change=move |ev| {
                     let raw = event_target_value(&ev);
                     let raw = if array { format!("[{raw}]") } else { raw };
+                    // An emptied optional field (the budget) means "none".
+                    let raw = if raw.trim().is_empty() && path == "budget" {
+                        "null".to_string()
+                    } else {
+                        raw
+                    };
                     editor.set(path, &raw);
                 }
             />
@@ -167,7 +184,7 @@ fn choice(
     let options = choices
         .iter()
         .map(|&c| {
-            let off = move || c != "off" && disabled_reason.get().is_some();
+            let off = move || c.starts_with("f16") && disabled_reason.get().is_some();
             view! { <option value=c disabled=off>{c}</option> }
         })
         .collect_view();
@@ -204,12 +221,12 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
         .map(|s| {
             let control = if s.choices.is_empty() {
                 field(editor, s.label, s.path, s.explain).into_any()
-            } else if s.path == "strategies.mixed_precision" {
+            } else if F16_PATHS.contains(&s.path) {
                 choice(editor, s.label, s.path, s.choices, no_f16).into_any()
             } else {
                 choice(editor, s.label, s.path, s.choices, Signal::derive(|| None)).into_any()
             };
-            let reason = (s.path == "strategies.mixed_precision").then(|| {
+            let reason = F16_PATHS.contains(&s.path).then(|| {
                 move || {
                     no_f16
                         .get()
@@ -270,6 +287,8 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
             {field(editor, "learning rate", "learning_rate", "step size")}
             {field(editor, "batch size", "batch_size", "samples per step")}
             {field(editor, "eval batch size", "eval_batch_size", "samples per evaluation batch")}
+            {field(editor, "memory budget", "budget",
+                "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's largest buffer; empty for none")}
             {field(editor, "steps", "steps", "optimizer steps")}
             {field(editor, "evaluate every", "eval_every", "steps between evaluations (0: only at the end)")}
         </section>

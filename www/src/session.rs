@@ -300,7 +300,11 @@ async fn advance(live: Live) -> bool {
         }
         Err(err) => {
             // The run is dropped with its tensors; the device stays usable for the next one.
-            live.fail(format!("step {}: {err}", run.steps_done() + 1));
+            live.fail(match err {
+                // It names its step, and what would fit.
+                EngineError::OutOfMemory(_) => err.to_string(),
+                _ => format!("step {}: {err}", run.steps_done() + 1),
+            });
             return false;
         }
     }

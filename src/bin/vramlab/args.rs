@@ -27,6 +27,10 @@ pub struct Cli {
 pub enum Command {
     /// Train one experiment and report its memory, loss and speed.
     Train(TrainArgs),
+    /// Test every memory-saving tip: off and on, same seed, and a verdict from the measurements.
+    Claims(ClaimsArgs),
+    /// Find the largest batch whose training step and evaluation fit a --budget.
+    FindBatch(FindArgs),
     /// List the embedded presets, one line each.
     Presets,
     /// Benchmark: ms/step with per-phase vs per-step allocator readings, same run side by side.
@@ -60,6 +64,40 @@ pub struct TrainArgs {
     /// Print the summary as one JSON object on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FindArgs {
+    #[command(flatten)]
+    pub run: TrainArgs,
+    /// The batch is a multiple of this.
+    #[arg(long, default_value_t = 1)]
+    pub multiple_of: usize,
+    /// The search: vramlab's, or one of the others for comparison.
+    #[arg(long, value_enum, default_value_t = MethodArg::Vramlab)]
+    pub method: MethodArg,
+    /// Run every method and print a comparison table.
+    #[arg(long, conflicts_with = "method")]
+    pub compare: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum MethodArg {
+    SeedLinear,
+    Accelerate,
+    LightningPower,
+    LightningBinsearch,
+    Vramlab,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct ClaimsArgs {
+    /// Print one JSON object per claim (a JSON array) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report as Markdown to this file.
+    #[arg(long, value_name = "FILE.md")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]

@@ -3,7 +3,9 @@
 
 mod args;
 mod bench;
+mod claims;
 mod files;
+mod find_batch;
 mod progress;
 mod report;
 
@@ -12,7 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use vramlab::engine::{self, ConfigError, EngineError};
 
-use args::{Cli, Command, TrainArgs};
+use args::{ClaimsArgs, Cli, Command, TrainArgs};
 
 /// Exit codes: 0 ok, 2 bad config or arguments, 3 out of memory under the budget, 1 anything
 /// else.
@@ -36,6 +38,8 @@ fn main() -> ExitCode {
         None => train(&TrainArgs::default()),
         Some(Command::Train(args)) => train(&args),
         Some(Command::BenchSampling(args)) => bench_sampling(&args),
+        Some(Command::Claims(args)) => claims_report(&args),
+        Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Presets) => {
             for preset in engine::presets::PRESETS {
                 println!("{}", engine::presets::describe(preset));
@@ -68,6 +72,26 @@ fn exit_code(err: &anyhow::Error) -> u8 {
     } else {
         EXIT_FAILURE
     }
+}
+
+fn find_batch(args: &args::FindArgs) -> anyhow::Result<()> {
+    let config = args.run.resolve()?;
+    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
+    find_batch::run(args, &config, &gpu)
+}
+
+fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
+    let rows = claims::run_all()?;
+    let markdown = claims::markdown(&rows);
+    if let Some(path) = &args.out {
+        claims::write(path, &markdown)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{markdown}");
+    }
+    Ok(())
 }
 
 fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {

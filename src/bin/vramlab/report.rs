@@ -102,6 +102,17 @@ pub fn print_table(summary: &Summary) {
             ),
         ));
     }
+    rows.push((
+        "weights (measured)".into(),
+        match summary.eval_weight_bytes {
+            Some(int8) => format!(
+                "{:.3} MiB; int8 copy for evaluation {:.3} MiB",
+                mib(summary.weight_bytes),
+                mib(int8)
+            ),
+            None => format!("{:.3} MiB", mib(summary.weight_bytes)),
+        },
+    ));
     if summary.leaked_bytes > 0 {
         rows.push((
             "held by loss bookkeeping".into(),

@@ -82,7 +82,7 @@ fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
         ModelKind::Gru | ModelKind::Lstm => recurrent_layers(config, classes, b),
         ModelKind::Transformer => transformer_layers(config, classes, b),
     };
-    if config.strategies.mixed_precision != MixedPrecision::Off {
+    if config.strategies.training_precision() != MixedPrecision::Off {
         // Everything before the head is computed and kept in f16; the head's logits are cast
         // to f32 for the loss, so its share stays as it is.
         let head = layers.len() - 1;
@@ -112,7 +112,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let micro = largest_micro_batch(config.batch_size, k as usize) as u64;
     let layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
-    let precision = config.strategies.mixed_precision;
+    let precision = config.strategies.training_precision();
     let params = match precision {
         MixedPrecision::F16Unscaled => param_count * 2,
         _ => param_count * F32,

@@ -22,17 +22,21 @@ pub const INITIAL_SCALE: f32 = 65536.0;
 pub const GROWTH_INTERVAL: usize = 2000;
 
 /// The mode a run can honour on this adapter, and why not when it falls back.
-pub fn resolve(asked: MixedPrecision, adapter: &AdapterInfo) -> (MixedPrecision, Option<String>) {
+///
+/// `asked_as` is the setting that asked for it, as the fallback note should name it (f16
+/// weights ask for `f16_unscaled`).
+pub fn resolve(
+    asked: MixedPrecision,
+    asked_as: &str,
+    adapter: &AdapterInfo,
+) -> (MixedPrecision, Option<String>) {
     if asked != MixedPrecision::Off && !adapter.shader_f16 {
         let name = if adapter.name.is_empty() {
             "(name not disclosed)"
         } else {
             adapter.name.as_str()
         };
-        let reason = format!(
-            "mixed_precision {}: adapter {name} has no shader-f16; ran in f32",
-            asked.name()
-        );
+        let reason = format!("{asked_as}: adapter {name} has no shader-f16; ran in f32");
         return (MixedPrecision::Off, Some(reason));
     }
     (asked, None)
@@ -187,11 +191,11 @@ mod tests {
             shader_f16: false,
             max_buffer_size: 1 << 30,
         };
-        let (mode, reason) = resolve(MixedPrecision::F16, &adapter);
+        let (mode, reason) = resolve(MixedPrecision::F16, "mixed_precision f16", &adapter);
         assert_eq!(mode, MixedPrecision::Off);
         assert!(reason.unwrap().contains("no shader-f16"));
         assert_eq!(
-            resolve(MixedPrecision::Off, &adapter),
+            resolve(MixedPrecision::Off, "mixed_precision off", &adapter),
             (MixedPrecision::Off, None)
         );
     }

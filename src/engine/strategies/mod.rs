@@ -8,3 +8,4 @@ pub mod grad_accumulation;
 pub mod inplace_activation;
 pub mod loss_bookkeeping;
 pub mod mixed_precision;
+pub mod weight_dtype;

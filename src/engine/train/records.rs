@@ -129,6 +129,12 @@ pub struct Summary {
     /// one training batch, minus in use before that pass (MLP and CNN; see
     /// `strategies::inplace_activation`).
     pub activation_layers_in_use: Vec<u64>,
+    /// In use once the parameters exist, minus the baseline: the weights as stored.
+    #[serde(default)]
+    pub weight_bytes: u64,
+    /// `weight_dtype` = `int8`: bytes of the quantized copy the last evaluation ran on.
+    #[serde(default)]
+    pub eval_weight_bytes: Option<u64>,
 }
 
 /// What the strategies themselves report at the end of a run.
@@ -139,6 +145,8 @@ pub struct StrategyOutcome {
     pub skipped_steps: usize,
     pub leaked_bytes: u64,
     pub activation_layers_in_use: Vec<u64>,
+    pub weight_bytes: u64,
+    pub eval_weight_bytes: Option<u64>,
 }
 
 impl Summary {
@@ -209,6 +217,8 @@ impl Summary {
             skipped_steps: outcome.skipped_steps,
             leaked_bytes: outcome.leaked_bytes,
             activation_layers_in_use: outcome.activation_layers_in_use,
+            weight_bytes: outcome.weight_bytes,
+            eval_weight_bytes: outcome.eval_weight_bytes,
         }
     }
 }

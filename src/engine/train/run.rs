@@ -11,6 +11,7 @@ use web_time::Instant;
 
 use crate::engine::config::{
     DataResidency, InputKind, LossBookkeeping, MemorySampling, MixedPrecision, RunConfig,
+    WeightDtype,
 };
 use crate::engine::data::{Batch, BatchInputs, BatchOrder, Dataset};
 use crate::engine::device::Gpu;
@@ -32,6 +33,7 @@ use crate::engine::strategies::loss_bookkeeping::LeakedSteps;
 use crate::engine::strategies::mixed_precision::{
     self, GradScaler, cast_inputs, compute_copy, compute_dtype,
 };
+use crate::engine::strategies::weight_dtype;
 
 use super::optimizer;
 use super::records::{EvalRecord, StepRecord, StrategyOutcome, Summary, Timeline};
@@ -79,6 +81,10 @@ pub struct Run {
     resident: Option<ResidentSplit>,
     /// The `budget`, enforced at every allocation site; `None` without one.
     watch: Option<BudgetWatch>,
+    /// Measured when the run started: the parameters as stored.
+    weight_bytes: u64,
+    /// Measured at the last evaluation with `weight_dtype` = `int8`.
+    eval_weight_bytes: Option<u64>,
 }
 
 impl Run {
@@ -103,17 +109,23 @@ impl Run {
         let baseline = sampler::read(&gpu.device, "start")?;
         gpu.device.seed(config.seed);
         let device = training_device(&gpu.device, config.strategies.checkpointing);
+        let strategies = &config.strategies;
+        let asked_as = match strategies.weight_dtype {
+            WeightDtype::F16 => "weight_dtype f16".to_string(),
+            _ => format!("mixed_precision {}", strategies.mixed_precision.name()),
+        };
         let (precision, fallback) =
-            mixed_precision::resolve(config.strategies.mixed_precision, &gpu.adapter);
+            mixed_precision::resolve(strategies.training_precision(), &asked_as, &gpu.adapter);
         let mut watch = budget.map(|limit| BudgetWatch::new(&device, limit, baseline));
         let mut model = Model::build(&config, &data, &device);
         if precision == MixedPrecision::F16Unscaled {
             model = mixed_precision::half(model);
         }
         model.initialise_params();
-        if let Some(watch) = &mut watch {
-            watch.check("setup", "model parameters")?;
-        }
+        let with_weights = match &mut watch {
+            Some(watch) => watch.check("setup", "model parameters")?,
+            None => sampler::read(&device, "setup")?,
+        };
         let inner = gpu.device.clone();
         let resident = (config.strategies.data_residency == DataResidency::Device)
             .then(|| ResidentSplit::upload(&data.train, data.targets_per_sample, &device));
@@ -122,6 +134,10 @@ impl Run {
         }
         Ok(Self {
             watch,
+            weight_bytes: with_weights
+                .in_use_bytes
+                .saturating_sub(baseline.in_use_bytes),
+            eval_weight_bytes: None,
             resident,
             order: BatchOrder::new(data.train.len, config.seed),
             prediction: predict(&config),
@@ -372,6 +388,18 @@ impl Run {
             &self.gpu.device,
             &self.device,
         );
+        let model = if self.config.strategies.weight_dtype == WeightDtype::Int8 {
+            let before = sampler::read(&device, Phase::Eval.name())?.in_use_bytes;
+            let (int8, _) = weight_dtype::quantized(model);
+            let after = match &mut self.watch {
+                Some(watch) => watch.check(Phase::Eval.name(), "int8 copy of the weights")?,
+                None => sampler::read(&device, Phase::Eval.name())?,
+            };
+            self.eval_weight_bytes = Some(after.in_use_bytes.saturating_sub(before));
+            int8
+        } else {
+            model
+        };
         let loss_fn = if device.is_autodiff() {
             &self.loss
         } else {
@@ -528,6 +556,8 @@ impl Run {
             skipped_steps: self.scaler.as_ref().map_or(0, GradScaler::skipped_steps),
             leaked_bytes: self.leaked.as_ref().map_or(0, LeakedSteps::bytes),
             activation_layers_in_use: self.probe_activations()?,
+            weight_bytes: self.weight_bytes,
+            eval_weight_bytes: self.eval_weight_bytes,
         };
         let summary = Summary::build(
             &self.config,

@@ -1,0 +1,127 @@
+//! `vramlab find-batch`: the engine's max-batch finder with a progress line per trial, and the
+//! comparison of the five search methods.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use vramlab::engine::finder::{self, Method, Question, Search, Trial};
+use vramlab::engine::{ConfigError, Gpu, RunConfig};
+
+use crate::args::{FindArgs, MethodArg};
+use crate::report::mib;
+
+fn method(arg: MethodArg) -> Method {
+    match arg {
+        MethodArg::SeedLinear => Method::SeedLinear,
+        MethodArg::Accelerate => Method::Accelerate,
+        MethodArg::LightningPower => Method::LightningPower,
+        MethodArg::LightningBinsearch => Method::LightningBinsearch,
+        MethodArg::Vramlab => Method::Vramlab,
+    }
+}
+
+fn search(question: &Question, method: Method) -> anyhow::Result<Search> {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix}: {pos} trials  {msg}")
+            .expect("the template is valid"),
+    );
+    bar.set_prefix(method.name());
+    let mut on_trial = |trial: &Trial| {
+        bar.inc(1);
+        bar.println(format!(
+            "  {}: batch {:>6} {} (peak in use {:.2} MiB, reserved {:.2} MiB)",
+            method.name(),
+            trial.batch,
+            if trial.fits { "fits" } else { "out of memory" },
+            mib(trial.peak_in_use_bytes),
+            mib(trial.peak_reserved_bytes)
+        ));
+    };
+    let found = pollster::block_on(finder::find(question, method, &mut on_trial));
+    bar.finish_and_clear();
+    Ok(found?)
+}
+
+pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()> {
+    let budget = config.budget.ok_or_else(|| {
+        ConfigError::invalid("--budget", "find-batch needs a budget, e.g. --budget 64MiB")
+    })?;
+    let question = Question {
+        config,
+        gpu,
+        budget_bytes: budget.bytes(&gpu.adapter),
+        multiple_of: args.multiple_of,
+    };
+    finder::check(&question)?;
+    if !args.compare {
+        let found = search(&question, method(args.method))?;
+        if args.run.json {
+            println!("{}", serde_json::to_string_pretty(&found)?);
+        } else {
+            print_one(&found, question.budget_bytes);
+        }
+        return Ok(());
+    }
+    // vramlab's search first: its answer is the true maximum the others are held to.
+    let mut searches = vec![search(&question, Method::Vramlab)?];
+    for other in Method::ALL.into_iter().filter(|m| *m != Method::Vramlab) {
+        searches.push(search(&question, other)?);
+    }
+    if args.run.json {
+        println!("{}", serde_json::to_string_pretty(&searches)?);
+    } else {
+        print_table(&searches, question.budget_bytes);
+    }
+    Ok(())
+}
+
+fn batch(found: Option<usize>) -> String {
+    found.map_or("none".into(), |b| b.to_string())
+}
+
+fn print_one(found: &Search, budget: u64) {
+    match found.max_batch {
+        Some(b) => println!(
+            "largest batch within {:.2} MiB: {b} ({} trials, {} out of memory, {:.1} s)",
+            mib(budget),
+            found.trials,
+            found.ooms,
+            found.seconds
+        ),
+        None => println!(
+            "no batch fits {:.2} MiB; see what the out-of-memory trial suggested above, or \
+             switch on gradient accumulation, checkpointing or f16",
+            mib(budget)
+        ),
+    }
+    if let Some(guess) = found.predicted_batch {
+        println!("calibrated prediction: {guess}");
+    }
+    for note in &found.notes {
+        println!("note: {note}");
+    }
+}
+
+fn print_table(searches: &[Search], budget: u64) {
+    let truth = searches[0].max_batch;
+    println!(
+        "budget {:.2} MiB; true max from vramlab's search: {}",
+        mib(budget),
+        batch(truth)
+    );
+    println!(
+        "{:<20} {:>8} {:>8} {:>7} {:>5} {:>9}  notes",
+        "method", "found", "true max", "trials", "OOMs", "seconds"
+    );
+    for s in searches {
+        println!(
+            "{:<20} {:>8} {:>8} {:>7} {:>5} {:>9.1}  {}",
+            s.method.name(),
+            batch(s.max_batch),
+            batch(truth),
+            s.trials,
+            s.ooms,
+            s.seconds,
+            s.notes.join("; ")
+        );
+    }
+}

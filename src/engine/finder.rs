@@ -1,0 +1,462 @@
+//! The max-batch finder: the largest batch whose full training step (the optimizer's first
+//! step included, when its state is created) and evaluation at the configured eval batch stay
+//! within a budget. Every trial is a real run under the engine's budget; one that runs out of
+//! memory is dropped, its memory released, and the search goes on.
+//!
+//! vramlab's search starts from the analytic model, calibrated by one measured run at a small
+//! batch (bytes per sample from the measurement, as DeepSpeed's autotuner does), then gallops
+//! from that guess and bisects. The other methods are the ones in use elsewhere, on the same
+//! engine, for comparison.
+
+use serde::{Deserialize, Serialize};
+use web_time::Instant;
+
+use crate::engine::config::RunConfig;
+use crate::engine::data::split_sizes;
+use crate::engine::device::Gpu;
+use crate::engine::error::{ConfigError, EngineError};
+use crate::engine::memory::{Budget, predict};
+use crate::engine::train::Run;
+
+/// Steps per trial: the first creates the optimizer's state, the second runs with it alive
+/// (and ends with the evaluation).
+const TRIAL_STEPS: usize = 2;
+/// The linear search adds this much per trial, as the seeds do.
+const LINEAR_STEP: usize = 2;
+/// Lightning runs 3 steps per trial and no evaluation.
+const LIGHTNING_STEPS: usize = 3;
+/// Trials vramlab's search spends following its estimate before it bisects what is left.
+const REFINE_TRIALS: usize = 4;
+/// Linear searches stop here: they are O(B).
+pub const MAX_LINEAR_TRIALS: usize = 48;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Add 2 to the batch until out of memory.
+    SeedLinear,
+    /// Accelerate's `find_executable_batch_size`: start at the configured batch, x0.9 per OOM.
+    Accelerate,
+    /// Lightning's `scale_batch_size(mode="power")`: double until OOM, keep the last that fit.
+    LightningPower,
+    /// Lightning's `mode="binsearch"`: double until OOM, then bisect.
+    LightningBinsearch,
+    /// Calibrated prediction, gallop, bisect.
+    Vramlab,
+}
+
+impl Method {
+    pub const ALL: [Method; 5] = [
+        Self::SeedLinear,
+        Self::Accelerate,
+        Self::LightningPower,
+        Self::LightningBinsearch,
+        Self::Vramlab,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SeedLinear => "seed-linear",
+            Self::Accelerate => "accelerate",
+            Self::LightningPower => "lightning-power",
+            Self::LightningBinsearch => "lightning-binsearch",
+            Self::Vramlab => "vramlab",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// One trial: a batch, whether it fit, and what it measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub batch: usize,
+    pub fits: bool,
+    /// Peak in use of the trial (up to the out-of-memory point when it did not fit).
+    pub peak_in_use_bytes: u64,
+    pub peak_reserved_bytes: u64,
+    /// Where it ran out, when it did.
+    pub out_of_memory: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    pub method: Method,
+    /// The largest batch found to fit; `None` when none did.
+    pub max_batch: Option<usize>,
+    /// The analytic model's guess, calibrated (vramlab only).
+    pub predicted_batch: Option<usize>,
+    pub trials: usize,
+    pub ooms: usize,
+    pub seconds: f64,
+    pub trials_log: Vec<Trial>,
+    /// Limits met on the way: the training split, the linear search's trial cap.
+    pub notes: Vec<String>,
+}
+
+/// What the search is about: the config (its strategies are kept), the budget, the step.
+pub struct Question<'a> {
+    pub config: &'a RunConfig,
+    pub gpu: &'a Gpu,
+    pub budget_bytes: u64,
+    pub multiple_of: usize,
+}
+
+impl Question<'_> {
+    /// The smallest and largest batch a trial may use: a multiple of N, at least the gradient
+    /// accumulation's micro-batch count, at most the training split.
+    fn bounds(&self) -> (usize, usize) {
+        let n = self.multiple_of;
+        let lo = self.config.strategies.grad_accumulation.max(1).div_ceil(n) * n;
+        let (train_len, _) = split_sizes(&self.config.data);
+        (lo, train_len / n * n)
+    }
+
+    fn config_for(&self, batch: usize, steps: usize, evaluate: bool) -> RunConfig {
+        let mut config = self.config.clone();
+        config.batch_size = batch;
+        config.steps = steps;
+        config.budget = Some(Budget::Bytes(self.budget_bytes));
+        if !evaluate {
+            // Lightning's trials: no evaluation (an eval batch of 1 is the least it can be).
+            config.eval_batch_size = 1;
+        }
+        config.eval_every = 0;
+        config
+    }
+}
+
+/// Refuse what no search can answer, naming the field.
+pub fn check(question: &Question) -> Result<(), ConfigError> {
+    if question.multiple_of == 0 {
+        return Err(ConfigError::out_of_range("--multiple-of", 0, "1..=65536"));
+    }
+    let (lo, hi) = question.bounds();
+    if lo > hi {
+        return Err(ConfigError::invalid(
+            "--multiple-of",
+            format!(
+                "{} leaves no batch between the gradient accumulation's {} and the training \
+                 split's {}",
+                question.multiple_of,
+                question.config.strategies.grad_accumulation,
+                split_sizes(&question.config.data).0
+            ),
+        ));
+    }
+    let params = predict(question.config).params;
+    if question.budget_bytes <= params {
+        return Err(ConfigError::invalid(
+            "--budget",
+            format!(
+                "{} bytes is not more than the model's parameters alone ({params} bytes); \
+                 no batch can fit",
+                question.budget_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs trials, logging each, and reports progress.
+struct Trials<'a, 'q> {
+    question: &'a Question<'q>,
+    log: Vec<Trial>,
+    on_trial: &'a mut dyn FnMut(&Trial),
+}
+
+impl Trials<'_, '_> {
+    async fn run(
+        &mut self,
+        batch: usize,
+        steps: usize,
+        evaluate: bool,
+    ) -> Result<bool, EngineError> {
+        let config = self.question.config_for(batch, steps, evaluate);
+        let trial = match train_trial(config, self.question.gpu).await? {
+            Ok((in_use, reserved)) => Trial {
+                batch,
+                fits: true,
+                peak_in_use_bytes: in_use,
+                peak_reserved_bytes: reserved,
+                out_of_memory: None,
+            },
+            Err(oom) => Trial {
+                batch,
+                fits: false,
+                peak_in_use_bytes: oom.in_use_bytes + oom.asked_bytes,
+                peak_reserved_bytes: oom.reserved_bytes,
+                out_of_memory: Some(oom.to_string().lines().next().unwrap_or_default().into()),
+            },
+        };
+        (self.on_trial)(&trial);
+        let fits = trial.fits;
+        self.log.push(trial);
+        Ok(fits)
+    }
+
+    fn measured(&self, batch: usize) -> Option<&Trial> {
+        self.log.iter().find(|t| t.batch == batch)
+    }
+}
+
+/// One trial: train a few steps under the budget. The outer error is anything but memory.
+async fn train_trial(
+    config: RunConfig,
+    gpu: &Gpu,
+) -> Result<Result<(u64, u64), Box<crate::engine::memory::OutOfMemory>>, EngineError> {
+    let outcome = async {
+        let mut run = Run::new(config, gpu)?;
+        while !run.is_finished() {
+            run.step().await?;
+        }
+        run.finish().await
+    }
+    .await;
+    match outcome {
+        Ok(timeline) => Ok(Ok((
+            timeline.summary.peak_in_use_bytes,
+            timeline.summary.peak_reserved_bytes,
+        ))),
+        Err(EngineError::OutOfMemory(oom)) => Ok(Err(oom)),
+        Err(other) => Err(other),
+    }
+}
+
+/// Search with `method`, calling `on_trial` after every trial.
+pub async fn find(
+    question: &Question<'_>,
+    method: Method,
+    on_trial: &mut dyn FnMut(&Trial),
+) -> Result<Search, EngineError> {
+    check(question)?;
+    let started = Instant::now();
+    let mut trials = Trials {
+        question,
+        log: Vec::new(),
+        on_trial,
+    };
+    let (lo, hi) = question.bounds();
+    let n = question.multiple_of;
+    let mut notes = Vec::new();
+    let mut predicted_batch = None;
+    let max_batch = match method {
+        Method::Vramlab => {
+            let (found, guess) = vramlab_search(&mut trials, lo, hi, n).await?;
+            predicted_batch = guess;
+            found
+        }
+        Method::SeedLinear => {
+            let mut best = None;
+            let mut batch = lo;
+            loop {
+                if trials.log.len() >= MAX_LINEAR_TRIALS {
+                    notes.push(format!(
+                        "stopped after {MAX_LINEAR_TRIALS} trials (O(B) search)"
+                    ));
+                    break;
+                }
+                if batch > hi || !trials.run(batch, TRIAL_STEPS, true).await? {
+                    break;
+                }
+                best = Some(batch);
+                batch += LINEAR_STEP.div_ceil(n) * n;
+            }
+            best
+        }
+        Method::Accelerate => {
+            let mut batch = question.config.batch_size.clamp(lo, hi) / n * n;
+            loop {
+                if trials.run(batch, TRIAL_STEPS, true).await? {
+                    break Some(batch);
+                }
+                let next = ((batch as f64 * 0.9) as usize) / n * n;
+                if next < lo || next == batch {
+                    break None;
+                }
+                batch = next;
+            }
+        }
+        Method::LightningPower | Method::LightningBinsearch => {
+            // Lightning starts at 2 and doubles.
+            let mut batch = (2usize.div_ceil(n) * n).max(lo);
+            let mut fit = None;
+            let mut failed = None;
+            while batch <= hi {
+                if trials.run(batch, LIGHTNING_STEPS, false).await? {
+                    fit = Some(batch);
+                    batch *= 2;
+                } else {
+                    failed = Some(batch);
+                    break;
+                }
+            }
+            if let (Method::LightningBinsearch, Some(mut good), Some(mut bad)) =
+                (method, fit, failed)
+            {
+                while bad - good > n {
+                    let mid = (good + bad) / 2 / n * n;
+                    let mid = if mid <= good { good + n } else { mid };
+                    if trials.run(mid, LIGHTNING_STEPS, false).await? {
+                        good = mid;
+                    } else {
+                        bad = mid;
+                    }
+                }
+                fit = Some(good);
+            }
+            fit
+        }
+    };
+    if max_batch == Some(hi) {
+        notes.push(format!(
+            "the training split has {} samples: no larger batch was tried, the budget may hold more",
+            split_sizes(&question.config.data).0
+        ));
+    }
+    let ooms = trials.log.iter().filter(|t| !t.fits).count();
+    Ok(Search {
+        method,
+        max_batch,
+        predicted_batch,
+        trials: trials.log.len(),
+        ooms,
+        seconds: started.elapsed().as_secs_f64(),
+        trials_log: trials.log,
+        notes,
+    })
+}
+
+/// Calibrate at a small batch, guess, gallop from the guess to a bracket, bisect.
+async fn vramlab_search(
+    trials: &mut Trials<'_, '_>,
+    lo: usize,
+    hi: usize,
+    n: usize,
+) -> Result<(Option<usize>, Option<usize>), EngineError> {
+    let question = trials.question;
+    let predicted_peak = |batch: usize| {
+        let mut config = question.config.clone();
+        config.batch_size = batch;
+        predict(&config).peak as f64
+    };
+    // The largest multiple of N whose predicted peak, times `factor`, is within the budget
+    // (the prediction grows with the batch, so bisect on it).
+    let solve = |factor: f64| {
+        let fits = |b: usize| factor * predicted_peak(b) <= question.budget_bytes as f64;
+        let (mut good, mut bad) = (lo, hi + n);
+        if !fits(lo) {
+            return lo;
+        }
+        while bad - good > n {
+            let mid = ((good + bad) / 2 / n * n).max(good + n);
+            if fits(mid) { good = mid } else { bad = mid }
+        }
+        good
+    };
+    // Calibration: one run at half the uncalibrated answer (likely to fit, and large enough
+    // that the per-sample bytes dominate the fixed ones), halved again while it does not fit;
+    // the ratio of what the allocator needed (in use or its pages, whichever binds) to the
+    // prediction there corrects the prediction everywhere.
+    let mut small = (solve(1.0) / 2 / n * n).clamp(lo, hi);
+    let mut bad: Option<usize> = None;
+    while !trials.run(small, TRIAL_STEPS, true).await? {
+        bad = Some(small);
+        if small == lo {
+            return Ok((None, None));
+        }
+        small = (small / 2 / n * n).max(lo);
+    }
+    let mut good = small;
+    let need_at = |trial: &Trial| trial.peak_in_use_bytes.max(trial.peak_reserved_bytes) as f64;
+    let factor =
+        need_at(trials.measured(small).expect("just run")) / predicted_peak(small).max(1.0);
+    let guess = solve(factor);
+
+    // Refine: each trial at the current estimate, kept strictly inside the bracket, so every
+    // trial narrows it; after each, the prediction is recalibrated on the largest batch that
+    // fit. An estimate at the bracket's lower end tests one step above it: if that does not
+    // fit, the answer is exact.
+    let mut estimate = guess;
+    for _ in 0..REFINE_TRIALS {
+        let ceiling = bad.map_or(hi, |b| b - n);
+        if good >= ceiling {
+            break;
+        }
+        // Safeguarded: an estimate outside the bracket gives way to its midpoint.
+        let rounded = estimate / n * n;
+        let candidate = if rounded > good && rounded <= ceiling {
+            rounded
+        } else if rounded <= good {
+            good + n
+        } else {
+            match bad {
+                Some(bad) => ((good + bad) / 2 / n * n).max(good + n),
+                None => ceiling,
+            }
+        };
+        if trials.run(candidate, TRIAL_STEPS, true).await? {
+            good = candidate;
+        } else {
+            bad = Some(candidate);
+        }
+        // Recalibrate on the largest batch measured to fit: the nearer the answer, the truer.
+        let best = trials
+            .log
+            .iter()
+            .filter(|t| t.fits)
+            .max_by_key(|t| t.batch)
+            .expect("the calibration run fit");
+        estimate = solve(need_at(best) / predicted_peak(best.batch).max(1.0));
+    }
+    let found = match bad {
+        Some(bad) if bad - good > n => bisect(trials, Some(good), bad, lo, n).await?,
+        _ if good < hi && bad.is_none() => {
+            // Still rising at the end of refinement: gallop up, then bisect.
+            let mut step = (good / 64 / n * n).max(n);
+            loop {
+                let next = (good + step).min(hi);
+                if next == good {
+                    break Some(good);
+                }
+                if !trials.run(next, TRIAL_STEPS, true).await? {
+                    break bisect(trials, Some(good), next, lo, n).await?;
+                }
+                good = next;
+                step *= 2;
+            }
+        }
+        _ => Some(good),
+    };
+    Ok((found, Some(guess)))
+}
+
+/// Between a batch that fit (or none) and one that did not, find the largest that fits.
+async fn bisect(
+    trials: &mut Trials<'_, '_>,
+    good: Option<usize>,
+    mut bad: usize,
+    lo: usize,
+    n: usize,
+) -> Result<Option<usize>, EngineError> {
+    let mut good = match good {
+        Some(good) => good,
+        None => {
+            if !trials.run(lo, TRIAL_STEPS, true).await? {
+                return Ok(None);
+            }
+            lo
+        }
+    };
+    while bad - good > n {
+        let mid = ((good + bad) / 2 / n * n).max(good + n);
+        if trials.run(mid, TRIAL_STEPS, true).await? {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok(Some(good))
+}
