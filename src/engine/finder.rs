@@ -15,7 +15,7 @@ use crate::engine::config::RunConfig;
 use crate::engine::data::split_sizes;
 use crate::engine::device::Gpu;
 use crate::engine::error::{ConfigError, EngineError};
-use crate::engine::memory::{Budget, predict};
+use crate::engine::memory::{Budget, OutOfMemory, predict};
 use crate::engine::train::Run;
 
 /// Steps per trial: the first creates the optimizer's state, the second runs with it alive
@@ -25,8 +25,6 @@ const TRIAL_STEPS: usize = 2;
 const LINEAR_STEP: usize = 2;
 /// Lightning runs 3 steps per trial and no evaluation.
 const LIGHTNING_STEPS: usize = 3;
-/// Trials vramlab's search spends following its estimate before it bisects what is left.
-const REFINE_TRIALS: usize = 4;
 /// Linear searches stop here: they are O(B).
 pub const MAX_LINEAR_TRIALS: usize = 48;
 
@@ -99,9 +97,49 @@ pub struct Search {
 /// What the search is about: the config (its strategies are kept), the budget, the step.
 pub struct Question<'a> {
     pub config: &'a RunConfig,
-    pub gpu: &'a Gpu,
     pub budget_bytes: u64,
     pub multiple_of: usize,
+}
+
+/// A trial's result: the peaks (in use, reserved) of a run that fit, or where it ran out.
+pub type TrialResult = Result<(u64, u64), Box<OutOfMemory>>;
+
+/// Runs one trial: a short training run of `config`, whose budget is set.
+///
+/// burn's fusion and cubecl's pools behave differently on a process's first sight of a shape
+/// than on a later one, so the bytes a trial needs can differ by a page between a fresh process
+/// and one that has run other trials. The CLI runs each trial as its own process, so that its
+/// answer is what `vramlab train` at that batch will see; the page runs them in its own.
+#[allow(async_fn_in_trait)] // used on one thread: the futures need not be Send
+pub trait TrialRunner {
+    async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError>;
+}
+
+/// Trials in this process, on this device: each one that runs out of memory is dropped with
+/// its tensors, and the next starts from the device's baseline (see `Run::new`).
+pub struct InProcess<'a> {
+    pub gpu: &'a Gpu,
+}
+
+impl TrialRunner for InProcess<'_> {
+    async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
+        let outcome = async {
+            let mut run = Run::new(config, self.gpu)?;
+            while !run.is_finished() {
+                run.step().await?;
+            }
+            run.finish().await
+        }
+        .await;
+        match outcome {
+            Ok(timeline) => Ok(Ok((
+                timeline.summary.peak_in_use_bytes,
+                timeline.summary.peak_reserved_bytes,
+            ))),
+            Err(EngineError::OutOfMemory(oom)) => Ok(Err(oom)),
+            Err(other) => Err(other),
+        }
+    }
 }
 
 impl Question<'_> {
@@ -161,13 +199,14 @@ pub fn check(question: &Question) -> Result<(), ConfigError> {
 }
 
 /// Runs trials, logging each, and reports progress.
-struct Trials<'a, 'q> {
+struct Trials<'a, 'q, R> {
     question: &'a Question<'q>,
+    runner: &'a mut R,
     log: Vec<Trial>,
     on_trial: &'a mut dyn FnMut(&Trial),
 }
 
-impl Trials<'_, '_> {
+impl<R: TrialRunner> Trials<'_, '_, R> {
     async fn run(
         &mut self,
         batch: usize,
@@ -175,7 +214,7 @@ impl Trials<'_, '_> {
         evaluate: bool,
     ) -> Result<bool, EngineError> {
         let config = self.question.config_for(batch, steps, evaluate);
-        let trial = match train_trial(config, self.question.gpu).await? {
+        let trial = match self.runner.trial(config).await? {
             Ok((in_use, reserved)) => Trial {
                 batch,
                 fits: true,
@@ -202,39 +241,18 @@ impl Trials<'_, '_> {
     }
 }
 
-/// One trial: train a few steps under the budget. The outer error is anything but memory.
-async fn train_trial(
-    config: RunConfig,
-    gpu: &Gpu,
-) -> Result<Result<(u64, u64), Box<crate::engine::memory::OutOfMemory>>, EngineError> {
-    let outcome = async {
-        let mut run = Run::new(config, gpu)?;
-        while !run.is_finished() {
-            run.step().await?;
-        }
-        run.finish().await
-    }
-    .await;
-    match outcome {
-        Ok(timeline) => Ok(Ok((
-            timeline.summary.peak_in_use_bytes,
-            timeline.summary.peak_reserved_bytes,
-        ))),
-        Err(EngineError::OutOfMemory(oom)) => Ok(Err(oom)),
-        Err(other) => Err(other),
-    }
-}
-
 /// Search with `method`, calling `on_trial` after every trial.
-pub async fn find(
+pub async fn find<R: TrialRunner>(
     question: &Question<'_>,
     method: Method,
+    runner: &mut R,
     on_trial: &mut dyn FnMut(&Trial),
 ) -> Result<Search, EngineError> {
     check(question)?;
     let started = Instant::now();
     let mut trials = Trials {
         question,
+        runner,
         log: Vec::new(),
         on_trial,
     };
@@ -330,8 +348,8 @@ pub async fn find(
 }
 
 /// Calibrate at a small batch, guess, gallop from the guess to a bracket, bisect.
-async fn vramlab_search(
-    trials: &mut Trials<'_, '_>,
+async fn vramlab_search<R: TrialRunner>(
+    trials: &mut Trials<'_, '_, R>,
     lo: usize,
     hi: usize,
     n: usize,
@@ -373,69 +391,54 @@ async fn vramlab_search(
     let need_at = |trial: &Trial| trial.peak_in_use_bytes.max(trial.peak_reserved_bytes) as f64;
     let factor =
         need_at(trials.measured(small).expect("just run")) / predicted_peak(small).max(1.0);
-    let guess = solve(factor);
+    let guess = solve(factor).clamp(good, bad.map_or(hi, |b| b - n));
 
-    // Refine: each trial at the current estimate, kept strictly inside the bracket, so every
-    // trial narrows it; after each, the prediction is recalibrated on the largest batch that
-    // fit. An estimate at the bracket's lower end tests one step above it: if that does not
-    // fit, the answer is exact.
-    let mut estimate = guess;
-    for _ in 0..REFINE_TRIALS {
-        let ceiling = bad.map_or(hi, |b| b - n);
-        if good >= ceiling {
-            break;
-        }
-        // Safeguarded: an estimate outside the bracket gives way to its midpoint.
-        let rounded = estimate / n * n;
-        let candidate = if rounded > good && rounded <= ceiling {
-            rounded
-        } else if rounded <= good {
-            good + n
-        } else {
-            match bad {
-                Some(bad) => ((good + bad) / 2 / n * n).max(good + n),
-                None => ceiling,
+    // Bracket the answer around the guess with steps of an eighth of it, doubling, so a guess
+    // within 12% is bracketed by one more trial and the bisection after it takes about
+    // log2(B) - 3 trials. What the allocator needs moves in whole pages, so refining on the
+    // estimate itself only creeps; halving the bracket does not.
+    let mut step = (guess / 8 / n * n).max(n);
+    let guess_fits = guess <= good || trials.run(guess, TRIAL_STEPS, true).await?;
+    if guess_fits {
+        good = good.max(guess);
+        loop {
+            let limit = bad.map_or(hi, |b| b - n);
+            if good >= limit {
+                break;
             }
-        };
-        if trials.run(candidate, TRIAL_STEPS, true).await? {
-            good = candidate;
-        } else {
-            bad = Some(candidate);
-        }
-        // Recalibrate on the largest batch measured to fit: the nearer the answer, the truer.
-        let best = trials
-            .log
-            .iter()
-            .filter(|t| t.fits)
-            .max_by_key(|t| t.batch)
-            .expect("the calibration run fit");
-        estimate = solve(need_at(best) / predicted_peak(best.batch).max(1.0));
-    }
-    let found = match bad {
-        Some(bad) if bad - good > n => bisect(trials, Some(good), bad, lo, n).await?,
-        _ if good < hi && bad.is_none() => {
-            // Still rising at the end of refinement: gallop up, then bisect.
-            let mut step = (good / 64 / n * n).max(n);
-            loop {
-                let next = (good + step).min(hi);
-                if next == good {
-                    break Some(good);
-                }
-                if !trials.run(next, TRIAL_STEPS, true).await? {
-                    break bisect(trials, Some(good), next, lo, n).await?;
-                }
+            let next = (good + step).min(limit);
+            if trials.run(next, TRIAL_STEPS, true).await? {
                 good = next;
                 step *= 2;
+            } else {
+                bad = Some(next);
+                break;
             }
         }
-        _ => Some(good),
+    } else {
+        bad = Some(guess);
+        let mut probe = guess;
+        loop {
+            let next = probe.saturating_sub(step).max(good);
+            if next == good || trials.run(next, TRIAL_STEPS, true).await? {
+                good = next;
+                break;
+            }
+            bad = Some(next);
+            probe = next;
+            step *= 2;
+        }
+    }
+    let found = match bad {
+        Some(bad) => bisect(trials, Some(good), bad, lo, n).await?,
+        None => Some(good),
     };
     Ok((found, Some(guess)))
 }
 
 /// Between a batch that fit (or none) and one that did not, find the largest that fits.
-async fn bisect(
-    trials: &mut Trials<'_, '_>,
+async fn bisect<R: TrialRunner>(
+    trials: &mut Trials<'_, '_, R>,
     good: Option<usize>,
     mut bad: usize,
     lo: usize,

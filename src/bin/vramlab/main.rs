@@ -108,7 +108,17 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
         progress.update(outcome)
     }));
     progress.finish();
-    let timeline = timeline?;
+    let timeline = match timeline {
+        // The finder reads this to learn where a trial ran out.
+        Err(EngineError::OutOfMemory(oom)) if args.json => {
+            let report = find_batch::OutOfMemoryReport {
+                out_of_memory: (*oom).clone(),
+            };
+            println!("{}", serde_json::to_string(&report)?);
+            return Err(EngineError::OutOfMemory(oom).into());
+        }
+        other => other?,
+    };
     if let Some(dir) = &args.out {
         files::write_all(dir, &timeline)?;
     }

@@ -418,10 +418,17 @@ impl Run {
             } = split.range_batch(start, len, per_sample, &device);
             let mut tap = Tap::plain(self.config.strategies.inplace_activation);
             tap.watch = self.watch.take().map(|watch| (watch, Phase::Eval.name()));
+            // Without a graph, each layer's input is freed once its output exists: the eval
+            // peak is inside the forward pass, not after it, so read after every activation.
+            tap.probe = Some((device.clone(), Vec::new()));
             let logits = self.forward(&model, &inputs, &mut tap);
             self.watch = tap.watch.take().map(|(watch, _)| watch);
             if let Some(breach) = tap.breach.take() {
                 return Err(breach);
+            }
+            let (_, inside) = tap.probe.take().expect("set above");
+            for in_use in inside {
+                memory.in_use_bytes = memory.in_use_bytes.max(in_use?);
             }
             let reading = match &mut self.watch {
                 Some(watch) => watch.check(Phase::Eval.name(), "evaluation batch logits")?,

@@ -109,6 +109,19 @@ fn verdict(
     if let Some(note) = on.fallbacks.first().filter(|_| off.fallbacks.is_empty()) {
         return ("not run here".into(), note.clone(), a, b);
     }
+    // A NaN loss is written as null: the run with the tip diverged.
+    let diverged = off.final_loss.is_some() && on.final_loss.is_none();
+    if claim.metric == Metric::FinalLoss && diverged {
+        return (
+            "does not hold here".into(),
+            format!(
+                "final loss {:.4} -> NaN: training diverged",
+                a.unwrap_or(f64::NAN)
+            ),
+            a,
+            None,
+        );
+    }
     let (Some(a), Some(b)) = (a, b) else {
         return (
             "not measured".into(),
@@ -140,12 +153,12 @@ fn verdict(
     };
     if claim.same_training && verdict == "holds" {
         let worse = match (off.final_loss, on.final_loss) {
-            (Some(x), Some(y)) => !y.is_finite() || y > x * 1.25 + 0.05,
-            _ => false,
+            (Some(x), Some(y)) => (y > x * 1.25 + 0.05).then(|| format!("{x:.4} -> {y:.4}")),
+            _ => diverged.then(|| "NaN: training diverged".to_string()),
         };
-        if worse {
+        if let Some(worse) = worse {
             verdict = "holds partly";
-            reason = format!("{reason}, but the final loss got worse");
+            reason = format!("{reason}, but the final loss got worse ({worse})");
         }
     }
     (verdict.into(), reason, Some(a), Some(b))

@@ -1,0 +1,190 @@
+//! The max-batch finder, checked from outside: its answer fits a training run under the same
+//! budget and one step more does not; it needs few trials; the comparison lists every method.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn vramlab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vramlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn find(preset: &str, budget: &str) -> Value {
+    let out = vramlab(&[
+        "find-batch",
+        "--preset",
+        preset,
+        "--budget",
+        budget,
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// A training run as the finder's trials run it: two steps, the evaluation at the end.
+fn train_at(preset: &str, batch: u64, budget: &str) -> Option<i32> {
+    let batch = format!("batch_size={batch}");
+    vramlab(&[
+        "train",
+        "--preset",
+        preset,
+        "--steps",
+        "2",
+        "--set",
+        "eval_every=0",
+        "--set",
+        &batch,
+        "--budget",
+        budget,
+    ])
+    .status
+    .code()
+}
+
+#[test]
+fn the_largest_batch_fits_the_next_does_not_and_few_trials_find_it() {
+    for (preset, budget) in [("digits-cnn", "24MiB"), ("spiral-mlp", "16MiB")] {
+        let found = find(preset, budget);
+        let max = found["max_batch"].as_u64().expect("a batch fits");
+        let trials = found["trials"].as_u64().unwrap();
+        let bound = (max as f64).log2().ceil() as u64 + 2;
+        let log: Vec<String> = found["trials_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}{}",
+                    t["batch"],
+                    if t["fits"] == true { "+" } else { "-" }
+                )
+            })
+            .collect();
+        println!(
+            "{preset} under {budget}: max batch {max}, predicted {}, {trials} trials (bound {bound}), {} OOMs, {:.1} s: {}",
+            found["predicted_batch"],
+            found["ooms"],
+            found["seconds"].as_f64().unwrap(),
+            log.join(" ")
+        );
+        assert!(trials <= bound, "{preset}: {trials} trials, bound {bound}");
+        assert_eq!(
+            train_at(preset, max, budget),
+            Some(0),
+            "{preset}: batch {max} must fit"
+        );
+        assert_eq!(
+            train_at(preset, max + 1, budget),
+            Some(3),
+            "{preset}: batch {} must not",
+            max + 1
+        );
+    }
+}
+
+#[test]
+fn the_comparison_lists_all_five_methods() {
+    let out = vramlab(&[
+        "find-batch",
+        "--preset",
+        "circle-tiny",
+        "--budget",
+        "160KiB",
+        "--set",
+        "strategies.memory_pool=exclusive",
+        "--compare",
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    println!("{table}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for method in [
+        "seed-linear",
+        "accelerate",
+        "lightning-power",
+        "lightning-binsearch",
+        "vramlab",
+    ] {
+        assert!(
+            table.lines().any(|l| l.starts_with(method)),
+            "{method} missing:\n{table}"
+        );
+    }
+}
+
+#[test]
+fn bad_finder_input_is_refused_naming_the_flag() {
+    let out = vramlab(&["find-batch", "--preset", "spiral-mlp", "--budget", "64KiB"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--budget") && stderr.contains("parameters"),
+        "{stderr}"
+    );
+    let out = vramlab(&[
+        "find-batch",
+        "--preset",
+        "spiral-mlp",
+        "--budget",
+        "8MiB",
+        "--multiple-of",
+        "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--multiple-of"), "{stderr}");
+    let out = vramlab(&["find-batch", "--preset", "spiral-mlp"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--budget"), "{stderr}");
+}
+
+#[test]
+fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_baseline() {
+    use vramlab::engine::finder::{self, InProcess, Method, Question};
+
+    use crate::suite::support::{config, gpu, run};
+
+    let (_lock, gpu) = gpu();
+    let config = config("spiral-mlp", &[]);
+    let question = Question {
+        config: &config,
+        budget_bytes: 16 << 20,
+        multiple_of: 8,
+    };
+    let mut seen = Vec::new();
+    let found = pollster::block_on(finder::find(
+        &question,
+        Method::Vramlab,
+        &mut InProcess { gpu: &gpu },
+        &mut |trial| seen.push((trial.batch, trial.fits)),
+    ))
+    .expect("the search completes");
+    println!("in process: {seen:?} -> {:?}", found.max_batch);
+    let max = found.max_batch.expect("a batch fits");
+    assert!(
+        found.ooms > 0,
+        "the search must have met out-of-memory trials"
+    );
+    assert_eq!(max % 8, 0);
+    assert_eq!(seen.len(), found.trials);
+    assert!(seen.iter().any(|&(b, fits)| b == max && fits));
+    assert!(seen.iter().any(|&(b, fits)| b == max + 8 && !fits) || max == 1936);
+    // run() asserts the baseline: nothing of the trials, failed or not, is left in use.
+    let after = run(
+        &gpu,
+        crate::suite::support::config("spiral-mlp", &["steps=2"]),
+    );
+    assert_eq!(after.summary.baseline_in_use_bytes, 0);
+}
