@@ -99,6 +99,8 @@ pub struct Question<'a> {
     pub config: &'a RunConfig,
     pub budget_bytes: u64,
     pub multiple_of: usize,
+    /// Stop a search after this many trials; what it found so far is then a lower bound.
+    pub max_trials: Option<usize>,
 }
 
 /// A trial's result: the peaks (in use, reserved) of a run that fit, or where it ran out.
@@ -203,6 +205,7 @@ struct Trials<'a, 'q, R> {
     question: &'a Question<'q>,
     runner: &'a mut R,
     log: Vec<Trial>,
+    exhausted: bool,
     on_trial: &'a mut dyn FnMut(&Trial),
 }
 
@@ -213,6 +216,16 @@ impl<R: TrialRunner> Trials<'_, '_, R> {
         steps: usize,
         evaluate: bool,
     ) -> Result<bool, EngineError> {
+        if self
+            .question
+            .max_trials
+            .is_some_and(|max| self.log.len() >= max)
+        {
+            // Out of trials: counted as not fitting, so every search winds down to what it
+            // has seen fit.
+            self.exhausted = true;
+            return Ok(false);
+        }
         let config = self.question.config_for(batch, steps, evaluate);
         let trial = match self.runner.trial(config).await? {
             Ok((in_use, reserved)) => Trial {
@@ -254,6 +267,7 @@ pub async fn find<R: TrialRunner>(
         question,
         runner,
         log: Vec::new(),
+        exhausted: false,
         on_trial,
     };
     let (lo, hi) = question.bounds();
@@ -332,6 +346,12 @@ pub async fn find<R: TrialRunner>(
         notes.push(format!(
             "the training split has {} samples: no larger batch was tried, the budget may hold more",
             split_sizes(&question.config.data).0
+        ));
+    }
+    if trials.exhausted {
+        notes.push(format!(
+            "stopped at the limit of {} trials: the batch found is a lower bound",
+            trials.log.len()
         ));
     }
     let ooms = trials.log.iter().filter(|t| !t.fits).count();

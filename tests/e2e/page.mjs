@@ -168,6 +168,25 @@ await page.fill('input[name="budget"]', '');
 await page.dispatchEvent('input[name="budget"]', 'change');
 check(await trainToEnd('after the out-of-memory, no budget') === 'finished', 'after an out-of-memory the page trains again');
 
+// 5c. The max-batch finder: under a budget, its trials appear as they run, some out of memory,
+// and its answer goes into the batch size field.
+await page.goto(`${base}#preset=circle-tiny&budget=160KiB`);
+await page.reload();
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+const findStarted = Date.now();
+await page.$eval('#find-batch', (b) => b.click());
+await page.waitForSelector('#finder-result, #finder-error', { timeout: 900_000 });
+const trialRows = await page.$$eval('#finder-trials tr', (rs) => rs.map((r) => r.className));
+const found = await page.textContent('#finder #finder-result, #finder #finder-error');
+console.log(`     finder: ${found.trim()} after ${((Date.now() - findStarted) / 1000).toFixed(1)} s`);
+check(trialRows.length >= 2 && trialRows.includes('fits') && trialRows.includes('oom'),
+  `finder trials listed, fits and out of memory (${trialRows.join(' ')})`);
+const best = Number((found.match(/largest batch: (\d+)/) || [])[1]);
+check(best > 0, `finder found a batch: "${found.trim()}"`);
+await page.$eval('#use-batch', (b) => b.click());
+check(Number(await page.inputValue('input[name="batch_size"]')) === best, 'the found batch goes into the batch size field');
+await page.screenshot({ path: path.join(shots, '5-finder.png'), fullPage: true });
+
 // 6. A bad edit is refused with the field and range, and the page keeps working.
 await page.fill('input[name="batch_size"]', '0');
 await page.dispatchEvent('input[name="batch_size"]', 'change');

@@ -8,6 +8,7 @@ use wasm_bindgen::JsCast;
 use crate::charts::{LineChart, PhaseBars, Rule, Series};
 use crate::config_panel::{ConfigPanel, Editor};
 use crate::data_preview::DataPreview;
+use crate::finder_panel::FinderPanel;
 use crate::session::{self, Live, Status};
 use crate::url_state;
 
@@ -103,6 +104,7 @@ pub fn App() -> impl IntoView {
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
                 <Charts live=live editor=editor />
                 <Comparison live=live />
+                <FinderPanel live=live editor=editor />
                 <SummaryCard live=live />
             </div>
         </main>

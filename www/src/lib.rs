@@ -5,6 +5,7 @@ mod app;
 mod charts;
 mod config_panel;
 mod data_preview;
+mod finder_panel;
 mod session;
 mod url_state;
 

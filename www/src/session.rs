@@ -158,7 +158,7 @@ pub async fn gpu(live: Live, pool: MemoryPool) -> Option<Gpu> {
 }
 
 /// Hand control back to the browser (a macrotask, so rendering and input get their turn).
-async fn yield_to_browser() {
+pub async fn yield_to_browser() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(window) = web_sys::window() {
             let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);

@@ -76,6 +76,9 @@ pub struct FindArgs {
     /// The search: vramlab's, or one of the others for comparison.
     #[arg(long, value_enum, default_value_t = MethodArg::Vramlab)]
     pub method: MethodArg,
+    /// Stop each search after this many trials (its answer is then a lower bound).
+    #[arg(long, value_name = "N")]
+    pub max_trials: Option<usize>,
     /// Run every method and print a comparison table.
     #[arg(long, conflicts_with = "method")]
     pub compare: bool,

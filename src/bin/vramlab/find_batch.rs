@@ -105,6 +105,7 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         config,
         budget_bytes: budget.bytes(&gpu.adapter),
         multiple_of: args.multiple_of,
+        max_trials: args.max_trials,
     };
     finder::check(&question)?;
     if !args.compare {
