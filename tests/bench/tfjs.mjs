@@ -1,0 +1,100 @@
+// Benchmark (not a test): the same MLP (2-64-64-2 on the spiral, Adam, batch 64 and 1024)
+// trained by vramlab's page and by TensorFlow.js 4.22 (webgpu, webgl, cpu backends) in one
+// headless Chromium, one after the other; prints ms/step and the ratios.
+//
+//   node tests/bench/tfjs.mjs DIST [STEPS]
+//
+// DIST is the built page (.ci/build-page). vramlab's ms/step is wall-clock on the page: the time
+// between the progress counter showing step 10 and step 10+STEPS (losses are read back every 10
+// steps, so all GPU work of those steps is done). TF.js is stepped the same way
+// (www/bench/tfjs.html).
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+const npmRoot = process.env.VRAMLAB_NPM ?? path.join(process.env.HOME, '.cache/vramlab/npm');
+const { chromium } = createRequire(path.join(npmRoot, 'package.json'))('playwright-core');
+const [distArg, stepsArg] = process.argv.slice(2);
+if (!distArg) {
+  console.error('usage: node tests/bench/tfjs.mjs DIST [STEPS]');
+  process.exit(2);
+}
+const steps = Number(stepsArg ?? 30);
+const roots = {
+  '/npm/': path.join(npmRoot, 'node_modules'),
+  '/bench/': path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../www/bench'),
+  '/': path.resolve(distArg),
+};
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+const server = http.createServer((req, res) => {
+  const url = new URL(req.url, 'http://x');
+  const [prefix, root] = Object.entries(roots).find(([p]) => url.pathname.startsWith(p));
+  const rel = decodeURIComponent(url.pathname.slice(prefix.length)) || 'index.html';
+  const file = path.join(root, rel);
+  if (!file.startsWith(root) || !fs.existsSync(file)) return res.writeHead(404).end();
+  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+const base = `http://127.0.0.1:${server.address().port}/`;
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  ignoreDefaultArgs: true,
+  timeout: 60_000,
+  args: ['--remote-debugging-pipe', '--headless', '--no-sandbox', '--enable-unsafe-webgpu',
+    '--enable-unsafe-swiftshader', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-bench-')}`],
+});
+const page = await browser.newPage();
+const results = [];
+
+async function vramlab(batch) {
+  const total = 10 + steps;
+  await page.goto(`${base}#preset=spiral-mlp&model.hidden=[64,64]&batch_size=${batch}&steps=${total}` +
+    '&eval_every=0&memory_sampling=step&data.test_fraction=0.05');
+  await page.reload();
+  await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+  await page.$eval('#start', (b) => b.click());
+  // The page may run several short steps between two renders: wait for "at least k".
+  const at = async (k) => {
+    await page.waitForFunction((k) => Number(document.querySelector('.progress')?.textContent.split(' ')[1]) >= k,
+      k, { timeout: 600_000, polling: 10 });
+    return [Date.now(), await page.$eval('.progress', (e) => Number(e.textContent.split(' ')[1]))];
+  };
+  const [t10, s10] = await at(10);
+  const [tEnd, sEnd] = await at(total);
+  await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'finished', null, { timeout: 600_000 });
+  return { impl: 'vramlab', backend: 'webgpu', batch, ms: (tEnd - t10) / (sEnd - s10) };
+}
+
+for (const batch of [64, 1024]) {
+  results.push(await vramlab(batch));
+  console.log(`vramlab webgpu batch ${batch}: ${results.at(-1).ms.toFixed(1)} ms/step`);
+}
+await page.goto(`${base}bench/tfjs.html`);
+for (const backend of ['webgpu', 'webgl', 'cpu']) {
+  for (const batch of [64, 1024]) {
+    try {
+      const r = await page.evaluate(([b, n, s]) => window.benchTfjs(b, n, s), [backend, batch, steps]);
+      results.push({ impl: 'tfjs', ...r });
+      console.log(`tfjs ${r.backend} batch ${batch}: ${r.ms.toFixed(1)} ms/step (loss ${r.loss.toFixed(3)})`);
+    } catch (err) {
+      console.log(`tfjs ${backend} batch ${batch}: not available (${String(err).split('\n')[0]})`);
+    }
+  }
+}
+await browser.close();
+server.close();
+
+console.log(`\nms/step over ${steps} steps (same Chromium, SwiftShader WebGPU/WebGL):`);
+console.log('batch  vramlab  tfjs-webgpu  tfjs-webgl  tfjs-cpu  vramlab speed-up vs tfjs-webgpu / vs best tfjs');
+for (const batch of [64, 1024]) {
+  const ms = (impl, backend) => results.find((r) => r.impl === impl && r.backend === backend && r.batch === batch)?.ms;
+  const v = ms('vramlab', 'webgpu');
+  const t = ['webgpu', 'webgl', 'cpu'].map((b) => ms('tfjs', b));
+  const best = Math.min(...t.filter((x) => x !== undefined));
+  const fmt = (x) => (x === undefined ? '-' : x.toFixed(1)).padStart(11);
+  const tw = t[0] === undefined ? '-' : (t[0] / v).toFixed(2) + 'x';
+  console.log(`${String(batch).padStart(5)} ${fmt(v)} ${fmt(t[0])} ${fmt(t[1])} ${fmt(t[2])}   ${tw} / ${(best / v).toFixed(2)}x`);
+}
