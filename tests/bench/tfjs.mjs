@@ -8,44 +8,24 @@
 // between the progress counter showing step 10 and step 10+STEPS (losses are read back every 10
 // steps, so all GPU work of those steps is done). TF.js is stepped the same way
 // (www/bench/tfjs.html).
-import http from 'node:http';
-import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 
-const npmRoot = process.env.VRAMLAB_NPM ?? path.join(process.env.HOME, '.cache/vramlab/npm');
-const { chromium } = createRequire(path.join(npmRoot, 'package.json'))('playwright-core');
+import { launch, npmRoot, serve } from '../e2e/browser.mjs';
+
 const [distArg, stepsArg] = process.argv.slice(2);
 if (!distArg) {
   console.error('usage: node tests/bench/tfjs.mjs DIST [STEPS]');
   process.exit(2);
 }
 const steps = Number(stepsArg ?? 30);
-const roots = {
+const server = await serve({
   '/npm/': path.join(npmRoot, 'node_modules'),
   '/bench/': path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../www/bench'),
   '/': path.resolve(distArg),
-};
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, 'http://x');
-  const [prefix, root] = Object.entries(roots).find(([p]) => url.pathname.startsWith(p));
-  const rel = decodeURIComponent(url.pathname.slice(prefix.length)) || 'index.html';
-  const file = path.join(root, rel);
-  if (!file.startsWith(root) || !fs.existsSync(file)) return res.writeHead(404).end();
-  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
-  fs.createReadStream(file).pipe(res);
 });
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const base = `http://127.0.0.1:${server.address().port}/`;
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  ignoreDefaultArgs: true,
-  timeout: 60_000,
-  args: ['--remote-debugging-pipe', '--headless', '--no-sandbox', '--enable-unsafe-webgpu',
-    '--enable-unsafe-swiftshader', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-bench-')}`],
-});
+const base = server.base;
+// SwiftShader's WebGL (for the TF.js webgl backend) needs its own permission.
+const browser = await launch(['--enable-unsafe-swiftshader']);
 const page = await browser.newPage();
 const results = [];
 

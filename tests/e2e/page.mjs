@@ -1,14 +1,10 @@
 // End-to-end test of the page as a new user meets it: Debian Chromium (WebGPU on SwiftShader)
 // driven by playwright-core. Usage: node page.mjs DIST_DIR SCREENSHOT_DIR
 // Serves DIST_DIR itself, so nothing else has to be running.
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 
-// playwright-core lives with the other npm tools outside the clone (see .ci/web-tools).
-const npmRoot = process.env.VRAMLAB_NPM ?? path.join(process.env.HOME, '.cache/vramlab/npm');
-const { chromium } = createRequire(path.join(npmRoot, 'package.json'))('playwright-core');
+import { launch, serve } from './browser.mjs';
 
 const [distArg, shots] = process.argv.slice(2);
 if (!distArg || !shots) {
@@ -18,30 +14,9 @@ if (!distArg || !shots) {
 const dist = path.resolve(distArg);
 fs.mkdirSync(shots, { recursive: true });
 
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, 'http://x');
-  const file = path.join(dist, url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname));
-  if (!file.startsWith(dist) || !fs.existsSync(file)) {
-    res.writeHead(404).end();
-    return;
-  }
-  res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const base = `http://127.0.0.1:${server.address().port}/`;
-
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  // Playwright's own default flags are replaced by the ones measured to keep WebGPU working
-  // (SwiftShader); it only needs the pipe it talks over.
-  ignoreDefaultArgs: true,
-  timeout: 60_000,
-  args: ['--remote-debugging-pipe', '--headless', '--no-sandbox', '--enable-unsafe-webgpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-chromium-')}`],
-});
+const server = await serve({ '/': dist });
+const base = server.base;
+const browser = await launch();
 
 let failures = 0;
 const check = (ok, what) => {
@@ -197,15 +172,7 @@ check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join('
 
 // 7. A browser without WebGPU (Chromium on Linux without --enable-unsafe-webgpu, and with the
 // API switched off) gets a message, not a blank page.
-const plain = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  ignoreDefaultArgs: true,
-  timeout: 60_000,
-  args: ['--remote-debugging-pipe', '--headless', '--no-sandbox', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--disable-features=WebGPU,Vulkan', '--disable-gpu',
-    `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-chromium-')}`],
-});
+const plain = await launch(['--disable-features=WebGPU,Vulkan', '--disable-gpu'], { webgpu: false });
 const noGpu = await plain.newPage();
 await noGpu.goto(base);
 await noGpu.waitForSelector('#no-webgpu', { timeout: 60_000 });
@@ -213,7 +180,7 @@ const message = await noGpu.textContent('#no-webgpu');
 console.log(`     without WebGPU: "${message.slice(0, 90)}..."`);
 check(message.includes('WebGPU') && message.includes('enable'), 'no WebGPU: the page says what is missing and how to enable it');
 check(await noGpu.$('#start') !== null, 'no WebGPU: the rest of the page still renders');
-await noGpu.screenshot({ path: path.join(shots, '4-no-webgpu.png'), fullPage: true });
+await noGpu.screenshot({ path: path.join(shots, '6-no-webgpu.png'), fullPage: true });
 await plain.close();
 console.log(`screenshots: ${path.resolve(shots)}`);
 await browser.close();

@@ -92,7 +92,7 @@ fn the_largest_batch_fits_the_next_does_not_and_few_trials_find_it() {
 
 #[test]
 fn the_comparison_lists_all_five_methods() {
-    // Four trials a method keep it short (each trial is a process); the table says when a
+    // Two trials a method keep it short (each trial is a process); the table says when a
     // search stopped at the limit.
     let out = vramlab(&[
         "find-batch",
@@ -102,7 +102,7 @@ fn the_comparison_lists_all_five_methods() {
         "16MiB",
         "--compare",
         "--max-trials",
-        "4",
+        "2",
     ]);
     let table = String::from_utf8_lossy(&out.stdout);
     println!("{table}");

@@ -420,14 +420,18 @@ impl Run {
             tap.watch = self.watch.take().map(|watch| (watch, Phase::Eval.name()));
             // Without a graph, each layer's input is freed once its output exists: the eval
             // peak is inside the forward pass, not after it, so read after every activation.
-            tap.probe = Some((device.clone(), Vec::new()));
+            // The first batch is the largest, so its pass sets the peak; later ones skip the
+            // syncs.
+            if start == 0 {
+                tap.probe = Some((device.clone(), Vec::new()));
+            }
             let logits = self.forward(&model, &inputs, &mut tap);
             self.watch = tap.watch.take().map(|(watch, _)| watch);
             if let Some(breach) = tap.breach.take() {
                 return Err(breach);
             }
-            let (_, inside) = tap.probe.take().expect("set above");
-            for in_use in inside {
+            let inside = tap.probe.take().map(|(_, readings)| readings);
+            for in_use in inside.into_iter().flatten() {
                 memory.in_use_bytes = memory.in_use_bytes.max(in_use?);
             }
             let reading = match &mut self.watch {
