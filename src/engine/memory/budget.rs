@@ -228,6 +228,19 @@ impl BudgetWatch {
         Ok(reading)
     }
 
+    /// With a budget, check it after `site` allocated; without one, just read the allocator.
+    pub fn check_or_read(
+        watch: Option<&mut Self>,
+        device: &Device,
+        phase: &str,
+        site: &str,
+    ) -> Result<MemoryReading, EngineError> {
+        match watch {
+            Some(watch) => watch.check(phase, site),
+            None => sampler::read(device, phase),
+        }
+    }
+
     /// Note frees made since the last check (a later check's "asked" counts from here).
     pub fn settle_at(&mut self, reading: MemoryReading) {
         self.last_in_use = reading.in_use_bytes;

@@ -10,7 +10,7 @@ use burn::nn::activation::Activation;
 use burn::tensor::{Device, Tensor};
 
 use crate::engine::error::EngineError;
-use crate::engine::memory::{BudgetWatch, sampler};
+use crate::engine::memory::{BudgetWatch, Phase, sampler};
 
 /// What a forward pass does at each activation; passed down through the models.
 #[derive(Default)]
@@ -35,6 +35,18 @@ impl Tap {
             inplace,
             ..Self::default()
         }
+    }
+
+    /// Check the run's budget after every activation of the next forward pass, blaming
+    /// `phase`; the run's watch is lent until [`Self::return_watch`].
+    pub fn lend_watch(&mut self, watch: &mut Option<BudgetWatch>, phase: Phase) {
+        self.watch = watch.take().map(|watch| (watch, phase.name()));
+    }
+
+    /// Give the watch back to the run, and fail with the first budget check that failed.
+    pub fn return_watch(&mut self, watch: &mut Option<BudgetWatch>) -> Result<(), EngineError> {
+        *watch = self.watch.take().map(|(watch, _)| watch);
+        self.breach.take().map_or(Ok(()), Err)
     }
 
     pub fn activate<const D: usize>(&mut self, activation: &Activation, x: Tensor<D>) -> Tensor<D> {

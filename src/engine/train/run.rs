@@ -122,10 +122,8 @@ impl Run {
             model = mixed_precision::half(model);
         }
         model.initialise_params();
-        let with_weights = match &mut watch {
-            Some(watch) => watch.check("setup", "model parameters")?,
-            None => sampler::read(&device, "setup")?,
-        };
+        let with_weights =
+            BudgetWatch::check_or_read(watch.as_mut(), &device, "setup", "model parameters")?;
         let inner = gpu.device.clone();
         let resident = (config.strategies.data_residency == DataResidency::Device)
             .then(|| ResidentSplit::upload(&data.train, data.targets_per_sample, &device));
@@ -246,13 +244,12 @@ impl Run {
         self.pending_losses.push((index, step_loss));
         // The end-of-step reading is taken in both sampling modes; its sync also makes `ms`
         // honest. On the first step it is also where the optimizer's state first exists.
-        let end = match &mut self.watch {
-            Some(watch) => watch.check(
-                Phase::Optimizer.name(),
-                "optimizer step (updated parameters, optimizer state)",
-            )?,
-            None => sampler::read(&self.device, Phase::Optimizer.name())?,
-        };
+        let end = BudgetWatch::check_or_read(
+            self.watch.as_mut(),
+            &self.device,
+            Phase::Optimizer.name(),
+            "optimizer step (updated parameters, optimizer state)",
+        )?;
         phases.insert(Phase::Optimizer, end);
         let ms = started.elapsed().as_secs_f64() * 1e3;
 
@@ -308,15 +305,9 @@ impl Run {
             if self.leaked.is_some() {
                 tap.held = Some(Vec::new());
             }
-            tap.watch = self
-                .watch
-                .take()
-                .map(|watch| (watch, Phase::Forward.name()));
+            tap.lend_watch(&mut self.watch, Phase::Forward);
             let logits = self.forward(model, &batch.inputs, &mut tap);
-            self.watch = tap.watch.take().map(|(watch, _)| watch);
-            if let Some(breach) = tap.breach.take() {
-                return Err(breach);
-            }
+            tap.return_watch(&mut self.watch)?;
             let held_logits = self.leaked.is_some().then(|| logits.clone());
             let mut loss = self.loss.forward(logits, batch.targets);
             if micro.len() != picked.len() {
@@ -352,11 +343,11 @@ impl Run {
         site: &str,
     ) -> Result<(), EngineError> {
         let per_phase = self.config.memory_sampling == MemorySampling::Phase;
-        let reading = match &mut self.watch {
-            Some(watch) => watch.check(phase.name(), site)?,
-            None if per_phase => sampler::read(&self.device, phase.name())?,
-            None => return Ok(()),
-        };
+        if self.watch.is_none() && !per_phase {
+            return Ok(());
+        }
+        let reading =
+            BudgetWatch::check_or_read(self.watch.as_mut(), &self.device, phase.name(), site)?;
         if per_phase {
             let slot = phases.entry(phase).or_insert(reading);
             *slot = slot.max(reading);
@@ -391,10 +382,12 @@ impl Run {
         let model = if self.config.strategies.weight_dtype == WeightDtype::Int8 {
             let before = sampler::read(&device, Phase::Eval.name())?.in_use_bytes;
             let (int8, _) = weight_dtype::quantized(model);
-            let after = match &mut self.watch {
-                Some(watch) => watch.check(Phase::Eval.name(), "int8 copy of the weights")?,
-                None => sampler::read(&device, Phase::Eval.name())?,
-            };
+            let after = BudgetWatch::check_or_read(
+                self.watch.as_mut(),
+                &device,
+                Phase::Eval.name(),
+                "int8 copy of the weights",
+            )?;
             self.eval_weight_bytes = Some(after.in_use_bytes.saturating_sub(before));
             int8
         } else {
@@ -417,7 +410,6 @@ impl Run {
                 inputs, targets, ..
             } = split.range_batch(start, len, per_sample, &device);
             let mut tap = Tap::plain(self.config.strategies.inplace_activation);
-            tap.watch = self.watch.take().map(|watch| (watch, Phase::Eval.name()));
             // Without a graph, each layer's input is freed once its output exists: the eval
             // peak is inside the forward pass, not after it, so read after every activation.
             // The first batch is the largest, so its pass sets the peak; later ones skip the
@@ -425,19 +417,19 @@ impl Run {
             if start == 0 {
                 tap.probe = Some((device.clone(), Vec::new()));
             }
+            tap.lend_watch(&mut self.watch, Phase::Eval);
             let logits = self.forward(&model, &inputs, &mut tap);
-            self.watch = tap.watch.take().map(|(watch, _)| watch);
-            if let Some(breach) = tap.breach.take() {
-                return Err(breach);
-            }
+            tap.return_watch(&mut self.watch)?;
             let inside = tap.probe.take().map(|(_, readings)| readings);
             for in_use in inside.into_iter().flatten() {
                 memory.in_use_bytes = memory.in_use_bytes.max(in_use?);
             }
-            let reading = match &mut self.watch {
-                Some(watch) => watch.check(Phase::Eval.name(), "evaluation batch logits")?,
-                None => sampler::read(&device, Phase::Eval.name())?,
-            };
+            let reading = BudgetWatch::check_or_read(
+                self.watch.as_mut(),
+                &device,
+                Phase::Eval.name(),
+                "evaluation batch logits",
+            )?;
             memory = memory.max(reading);
             let targets_n = targets.dims()[0];
             // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
