@@ -1,13 +1,6 @@
 //! The binary as a user runs it: exit codes, messages, files, and the summary's contract.
 
-use std::process::Command;
-
-fn vramlab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_vramlab"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use crate::suite::support::vramlab;
 
 #[test]
 fn presets_lists_one_line_each() {

@@ -1,16 +1,9 @@
 //! The max-batch finder, checked from outside: its answer fits a training run under the same
 //! budget and one step more does not; it needs few trials; the comparison lists every method.
 
-use std::process::Command;
+use crate::suite::support::vramlab;
 
 use serde_json::Value;
-
-fn vramlab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_vramlab"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 fn find(preset: &str, budget: &str) -> Value {
     let out = vramlab(&[

@@ -34,6 +34,14 @@ pub fn run(gpu: &Gpu, config: RunConfig) -> Timeline {
     timeline
 }
 
+/// The built binary, as a user runs it.
+pub fn vramlab(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vramlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
