@@ -306,6 +306,9 @@ pub struct Strategies {
     /// How the weights are stored: f32, f16 for everything (`model.half()`: gradients and
     /// optimizer state follow), or an int8-quantized copy for evaluation (training stays f32).
     pub weight_dtype: WeightDtype,
+    /// Run the step through burn's ops and autodiff (`burn`), or, for a ReLU MLP, through
+    /// vramlab's own fused WGSL kernels (`fused`: 2L + 2 dispatches a step, no graph).
+    pub kernels: Kernels,
 }
 
 impl Strategies {
@@ -315,6 +318,24 @@ impl Strategies {
         match self.weight_dtype {
             WeightDtype::F16 => MixedPrecision::F16Unscaled,
             _ => self.mixed_precision,
+        }
+    }
+}
+
+/// Whose kernels run a training step (see [`Strategies::kernels`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Kernels {
+    #[default]
+    Burn,
+    Fused,
+}
+
+impl Kernels {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Burn => "burn",
+            Self::Fused => "fused",
         }
     }
 }
@@ -353,6 +374,7 @@ impl Default for Strategies {
             data_residency: DataResidency::Host,
             memory_pool: MemoryPool::Subslices,
             weight_dtype: WeightDtype::F32,
+            kernels: Kernels::Burn,
         }
     }
 }

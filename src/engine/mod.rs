@@ -6,6 +6,7 @@ pub mod data;
 pub mod device;
 pub mod error;
 pub mod finder;
+pub mod fused;
 pub mod memory;
 pub mod models;
 pub mod overrides;

@@ -1,7 +1,8 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
 
 use super::config::{
-    DataKind, EvalMode, InputKind, MixedPrecision, ModelKind, RunConfig, WeightDtype, limits,
+    Activation, Checkpointing, DataKind, DataResidency, EvalMode, InputKind, Kernels,
+    LossBookkeeping, MixedPrecision, ModelKind, RunConfig, WeightDtype, limits,
 };
 use super::error::ConfigError;
 
@@ -171,6 +172,9 @@ fn training(config: &RunConfig) -> Check {
 }
 
 fn strategies(config: &RunConfig) -> Check {
+    if config.strategies.kernels == Kernels::Fused {
+        fused_kernels(config)?;
+    }
     let precision = config.strategies.mixed_precision;
     let weights = config.strategies.weight_dtype;
     let kind = config.model.kind;
@@ -221,6 +225,70 @@ fn strategies(config: &RunConfig) -> Check {
                 kind.name()
             ),
         ));
+    }
+    Ok(())
+}
+
+/// The fused kernels implement one thing, a ReLU MLP's f32 step on float inputs with the plain
+/// strategies; every other choice is named with what it needs.
+fn fused_kernels(config: &RunConfig) -> Check {
+    let needs = |field: &str, what: &str| {
+        Err(ConfigError::invalid(
+            field,
+            format!("strategies.kernels = fused needs {what}, or use kernels = burn"),
+        ))
+    };
+    let s = &config.strategies;
+    if config.model.kind != ModelKind::Mlp {
+        return needs(
+            "strategies.kernels",
+            &format!("model.kind = mlp (got {})", config.model.kind.name()),
+        );
+    }
+    if config.model.activation != Activation::Relu {
+        return needs("model.activation", "activation = relu");
+    }
+    if config.data.kind.input_kind() == InputKind::Tokens {
+        return needs("data.kind", "a data set of points or images");
+    }
+    if s.grad_accumulation != 1 {
+        return needs("strategies.grad_accumulation", "grad_accumulation = 1");
+    }
+    if s.mixed_precision != MixedPrecision::Off {
+        return needs(
+            "strategies.mixed_precision",
+            "mixed_precision = off (f32 kernels)",
+        );
+    }
+    if s.weight_dtype != WeightDtype::F32 {
+        return needs("strategies.weight_dtype", "weight_dtype = f32");
+    }
+    if s.checkpointing != Checkpointing::None {
+        return needs(
+            "strategies.checkpointing",
+            "checkpointing = none (no graph to checkpoint)",
+        );
+    }
+    if s.loss_bookkeeping != LossBookkeeping::Scalar {
+        return needs(
+            "strategies.loss_bookkeeping",
+            "loss_bookkeeping = scalar (no graph to keep)",
+        );
+    }
+    if s.eval_mode != EvalMode::NoGrad {
+        return needs(
+            "strategies.eval_mode",
+            "eval_mode = no_grad (no graph to record)",
+        );
+    }
+    if !s.inplace_activation {
+        return needs(
+            "strategies.inplace_activation",
+            "inplace_activation = true (ReLU is fused)",
+        );
+    }
+    if s.data_residency != DataResidency::Host {
+        return needs("strategies.data_residency", "data_residency = host");
     }
     Ok(())
 }

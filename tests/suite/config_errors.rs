@@ -123,6 +123,12 @@ fn each_invalid_field_is_named_in_its_error() {
         ),
         ("digits-cnn", "model.hidden=[]", "model.hidden", "one entry"),
         (
+            "digits-cnn",
+            "strategies.kernels=fused",
+            "strategies.kernels",
+            "fused needs model.kind = mlp (got cnn)",
+        ),
+        (
             "sort-gru",
             "data.seq_len=1",
             "data.seq_len",
@@ -212,4 +218,30 @@ fn unknown_fields_in_a_file_are_refused_by_path() {
     assert_eq!(err.field(), Some("batch_size"), "{err}");
     let err = RunConfig::from_json("{ not json").unwrap_err();
     assert!(err.to_string().contains("line 1"), "{err}");
+}
+
+#[test]
+fn fused_kernels_name_the_strategy_they_cannot_run_with() {
+    let base = apply_override(&preset("spiral-mlp").unwrap(), "strategies.kernels=fused").unwrap();
+    base.validate().unwrap();
+    for (assignment, field) in [
+        (
+            "strategies.grad_accumulation=2",
+            "strategies.grad_accumulation",
+        ),
+        (
+            "strategies.mixed_precision=f16",
+            "strategies.mixed_precision",
+        ),
+        (
+            "strategies.checkpointing=balanced",
+            "strategies.checkpointing",
+        ),
+        ("model.activation=tanh", "model.activation"),
+    ] {
+        let config = apply_override(&base, assignment).unwrap();
+        let err = config.validate().unwrap_err();
+        assert_eq!(err.field(), Some(field), "{assignment}: {err}");
+        assert!(err.to_string().contains("or use kernels = burn"), "{err}");
+    }
 }

@@ -588,3 +588,46 @@ fn int8_evaluation_weights_take_a_quarter_and_keep_the_accuracy() {
         "the evaluation must really run on other weights"
     );
 }
+
+#[test]
+fn fused_kernels_train_the_same_mlp_and_hold_less_in_flight() {
+    let (_lock, gpu) = gpu();
+    let base = [
+        "steps=12",
+        "eval_every=6",
+        "batch_size=2048",
+        "model.hidden=[256,256]",
+    ];
+    let (_, burn, _, fused) = both(&gpu, &base, &["strategies.kernels=fused"]);
+    let peaks = |t: &Timeline| [Phase::Forward, Phase::Backward].map(|phase| phase_peak(t, phase));
+    let (b, f) = (peaks(&burn), peaks(&fused));
+    println!(
+        "kernels burn -> fused: in use after forward {:.2} -> {:.2} MiB, after backward {:.2} -> {:.2} MiB; \
+         final loss {:.4} -> {:.4}; ms/step {:.1} -> {:.1}",
+        mib(b[0]),
+        mib(f[0]),
+        mib(b[1]),
+        mib(f[1]),
+        burn.summary.final_loss.unwrap_or(f32::NAN),
+        fused.summary.final_loss.unwrap_or(f32::NAN),
+        burn.summary.median_step_ms,
+        fused.summary.median_step_ms
+    );
+    // Same initial weights, same batches, same maths: only the summation order differs.
+    for (x, y) in burn.steps.iter().zip(&fused.steps) {
+        let (a, b) = (x.loss.unwrap(), y.loss.unwrap());
+        assert!(
+            (a - b).abs() <= 2e-3 * a.abs().max(1.0),
+            "step {}: loss {a} vs {b}",
+            x.step
+        );
+    }
+    let (ea, eb) = (burn.evals.last().unwrap(), fused.evals.last().unwrap());
+    assert!(
+        (ea.accuracy - eb.accuracy).abs() <= 0.01,
+        "{ea:?} vs {eb:?}"
+    );
+    // Each layer's output and its gradient are all the fused step keeps: burn also keeps the
+    // graph's saved inputs and the intermediates of the unfused ops.
+    assert!(f[0] < b[0] && f[1] <= b[1], "fused {f:?} vs burn {b:?}");
+}

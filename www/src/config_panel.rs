@@ -117,6 +117,13 @@ const STRATEGIES: &[StrategyInfo] = &[
         choices: &["f32", "f16", "int8"],
     },
     StrategyInfo {
+        path: "strategies.kernels",
+        label: "kernels",
+        explain: "fused: vramlab's own WGSL step for a ReLU MLP (2L+2 dispatches, no autodiff graph)",
+        claim: "fused kernels keep fewer intermediates and run faster",
+        choices: &["burn", "fused"],
+    },
+    StrategyInfo {
         path: "strategies.inplace_activation",
         label: "in-place activation",
         explain: "false: the activation writes a copy while its input stays alive",

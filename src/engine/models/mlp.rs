@@ -41,3 +41,10 @@ impl Mlp {
         x
     }
 }
+
+impl Mlp {
+    /// The dense layers, input side first (the fused kernels take their weights from here).
+    pub fn dense_layers(&self) -> &[Linear] {
+        &self.layers
+    }
+}

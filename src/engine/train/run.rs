@@ -10,12 +10,13 @@ use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::engine::config::{
-    DataResidency, InputKind, LossBookkeeping, MemorySampling, MixedPrecision, RunConfig,
+    DataResidency, InputKind, Kernels, LossBookkeeping, MemorySampling, MixedPrecision, RunConfig,
     WeightDtype,
 };
 use crate::engine::data::{Batch, BatchInputs, BatchOrder, Dataset};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
+use crate::engine::fused::FusedMlp;
 use crate::engine::memory::suggest::what_fits;
 use crate::engine::memory::{
     BudgetWatch, MemoryPrediction, MemoryReading, Phase, predict, sampler,
@@ -37,6 +38,8 @@ use crate::engine::strategies::weight_dtype;
 
 use super::optimizer;
 use super::records::{EvalRecord, StepRecord, StrategyOutcome, Summary, Timeline};
+
+mod fused;
 
 /// Losses are read back in groups of this many steps: a readback waits for the device, and
 /// waiting every step would serialise the host and the GPU.
@@ -85,6 +88,10 @@ pub struct Run {
     weight_bytes: u64,
     /// Measured at the last evaluation with `weight_dtype` = `int8`.
     eval_weight_bytes: Option<u64>,
+    /// `kernels` = `fused`: the trainer of vramlab's own kernels, built at the first step from
+    /// the burn model's initial weights (then dropped), and its losses not yet read back.
+    fused: Option<FusedMlp>,
+    pending_fused: Vec<(usize, burn::cubecl::server::Handle)>,
 }
 
 impl Run {
@@ -136,6 +143,8 @@ impl Run {
                 .in_use_bytes
                 .saturating_sub(baseline.in_use_bytes),
             eval_weight_bytes: None,
+            fused: None,
+            pending_fused: Vec::new(),
             resident,
             order: BatchOrder::new(data.train.len, config.seed),
             prediction: predict(&config),
@@ -201,13 +210,68 @@ impl Run {
         let index = self.steps.len();
         let mut phases = BTreeMap::new();
         let started = Instant::now();
+        let (used_scale, skipped) = match self.config.strategies.kernels {
+            Kernels::Burn => self.burn_step(index, &mut phases).await?,
+            Kernels::Fused => {
+                self.fused_step(index, &mut phases).await?;
+                (None, false)
+            }
+        };
+        let last_of_epoch = self.order.epoch_ends(self.config.batch_size);
+        if free_cache::due(self.config.strategies.free_cache, last_of_epoch) {
+            sampler::release_cache(&self.device)?;
+        }
+        // The end-of-step reading is taken in both sampling modes; its sync also makes `ms`
+        // honest. On the first step it is also where the optimizer's state first exists.
+        let end = BudgetWatch::check_or_read(
+            self.watch.as_mut(),
+            &self.device,
+            Phase::Optimizer.name(),
+            "optimizer step (updated parameters, optimizer state)",
+        )?;
+        phases.insert(Phase::Optimizer, end);
+        let ms = started.elapsed().as_secs_f64() * 1e3;
 
+        let mut record = StepRecord::new(index + 1, ms, phases);
+        record.loss_scale = used_scale;
+        record.skipped = skipped;
+        self.steps.push(record);
+
+        let step = index + 1;
+        let last = step == self.config.steps;
+        let eval_due = last || (self.config.eval_every > 0 && step % self.config.eval_every == 0);
+        let pending = self.pending_losses.len() + self.pending_fused.len();
+        if last || pending >= LOSS_READBACK_EVERY || eval_due {
+            self.read_back_losses().await?;
+        }
+        let eval = if eval_due {
+            let eval = self.evaluate(step).await?;
+            self.steps[index].add_reading(Phase::Eval, eval.memory);
+            self.evals.push(eval.clone());
+            Some(eval)
+        } else {
+            None
+        };
+        Ok(StepOutcome {
+            record: self.steps[index].clone(),
+            eval,
+            latest_loss: self.latest_loss,
+        })
+    }
+
+    /// burn's step: forward and backward through autodiff, then burn's optimizer. Returns the
+    /// loss scale used and whether the scaler skipped the update.
+    async fn burn_step(
+        &mut self,
+        index: usize,
+        phases: &mut BTreeMap<Phase, MemoryReading>,
+    ) -> Result<(Option<f32>, bool), EngineError> {
         let picked = self.order.next_indices(self.config.batch_size);
         let model = self
             .model
             .take()
             .expect("the model is back after every step");
-        let (mut accumulated, step_loss) = match self.passes(&model, &picked, &mut phases, index) {
+        let (mut accumulated, step_loss) = match self.passes(&model, &picked, phases, index) {
             Ok(done) => done,
             Err(err) => {
                 self.model = Some(model);
@@ -237,46 +301,8 @@ impl Run {
             self.optimizer.step(self.config.learning_rate, model, grads)
         };
         self.model = Some(model);
-        let last_of_epoch = self.order.epoch_ends(self.config.batch_size);
-        if free_cache::due(self.config.strategies.free_cache, last_of_epoch) {
-            sampler::release_cache(&self.device)?;
-        }
         self.pending_losses.push((index, step_loss));
-        // The end-of-step reading is taken in both sampling modes; its sync also makes `ms`
-        // honest. On the first step it is also where the optimizer's state first exists.
-        let end = BudgetWatch::check_or_read(
-            self.watch.as_mut(),
-            &self.device,
-            Phase::Optimizer.name(),
-            "optimizer step (updated parameters, optimizer state)",
-        )?;
-        phases.insert(Phase::Optimizer, end);
-        let ms = started.elapsed().as_secs_f64() * 1e3;
-
-        let mut record = StepRecord::new(index + 1, ms, phases);
-        record.loss_scale = used_scale;
-        record.skipped = skipped;
-        self.steps.push(record);
-
-        let step = index + 1;
-        let last = step == self.config.steps;
-        let eval_due = last || (self.config.eval_every > 0 && step % self.config.eval_every == 0);
-        if last || self.pending_losses.len() >= LOSS_READBACK_EVERY || eval_due {
-            self.read_back_losses().await?;
-        }
-        let eval = if eval_due {
-            let eval = self.evaluate(step).await?;
-            self.steps[index].add_reading(Phase::Eval, eval.memory);
-            self.evals.push(eval.clone());
-            Some(eval)
-        } else {
-            None
-        };
-        Ok(StepOutcome {
-            record: self.steps[index].clone(),
-            eval,
-            latest_loss: self.latest_loss,
-        })
+        Ok((used_scale, skipped))
     }
 
     /// Forward and backward over each micro-batch (one in all when accumulation is off); each
@@ -356,6 +382,7 @@ impl Run {
     }
 
     async fn read_back_losses(&mut self) -> Result<(), EngineError> {
+        self.read_back_fused_losses().await?;
         if self.pending_losses.is_empty() {
             return Ok(());
         }
@@ -372,6 +399,9 @@ impl Run {
     /// Loss and accuracy on the whole test split, in batches of `eval_batch_size`, on the model
     /// and device `strategies.eval_mode` picks.
     async fn evaluate(&mut self, step: usize) -> Result<EvalRecord, EngineError> {
+        if self.fused.is_some() {
+            return self.fused_evaluate(step).await;
+        }
         let started = Instant::now();
         let (model, device) = eval_model(
             self.config.strategies.eval_mode,
@@ -486,6 +516,9 @@ impl Run {
     /// In use after each activation of a no-grad forward pass over one (micro-)batch of
     /// training samples, above in use before it: what `inplace_activation` changes.
     fn probe_activations(&self) -> Result<Vec<u64>, EngineError> {
+        if self.fused.is_some() {
+            return self.fused_probe_activations();
+        }
         let model = self.current_model();
         if !model.has_tapped_activations() {
             return Ok(Vec::new());
@@ -526,15 +559,11 @@ impl Run {
         if self.data.kind.input_kind() != InputKind::Points || n == 0 {
             return Ok(None);
         }
-        let model = self.current_model().valid();
-        let cell = 2.0 * extent / n as f32;
-        let mut values = Vec::with_capacity(n * n * 2);
-        for row in 0..n {
-            for col in 0..n {
-                values.push(-extent + (col as f32 + 0.5) * cell);
-                values.push(extent - (row as f32 + 0.5) * cell);
-            }
+        if self.fused.is_some() {
+            return self.fused_decision_grid(n, extent).await.map(Some);
         }
+        let model = self.current_model().valid();
+        let values = grid_points(n, extent);
         let points = Tensor::<2>::from_data(TensorData::new(values, [n * n, 2]), &self.gpu.device);
         let logits = self.forward(&model, &BatchInputs::Floats(points), &mut Tap::plain(true));
         let probability = burn::tensor::activation::softmax(logits, 1)
@@ -580,6 +609,20 @@ impl Run {
             evals: self.evals,
         })
     }
+}
+
+/// The centres of an `n` x `n` grid over `[-extent, extent]`^2 as (x, y) pairs, row by row from
+/// the top (y = extent) down.
+fn grid_points(n: usize, extent: f32) -> Vec<f32> {
+    let cell = 2.0 * extent / n as f32;
+    let mut values = Vec::with_capacity(n * n * 2);
+    for row in 0..n {
+        for col in 0..n {
+            values.push(-extent + (col as f32 + 0.5) * cell);
+            values.push(extent - (row as f32 + 0.5) * cell);
+        }
+    }
+    values
 }
 
 /// cubecl fixes the pools when the device starts; a run asking for others says so.
