@@ -164,6 +164,19 @@ impl FusedMlp {
         upload_u32(&self.client, labels)
     }
 
+    /// Layer `i`'s output for `source`, in a new buffer.
+    fn forward_layer(&self, dims: &[Handle], i: usize, source: &Handle, batch: usize) -> Handle {
+        let outputs = self.layers[i].outputs;
+        let output = scratch_f32(&self.client, batch * outputs);
+        launch(
+            &self.client,
+            Kernel::Forward,
+            batch.div_ceil(4) * outputs.div_ceil(4),
+            &[&dims[i], &self.params, source, &output],
+        );
+        output
+    }
+
     /// Forward through every layer, calling `after_layer` once each output exists (memory
     /// readings, budget checks).
     pub fn forward<E>(
@@ -174,15 +187,8 @@ impl FusedMlp {
     ) -> Result<ForwardPass, E> {
         let (dims, _) = self.dims(batch);
         let mut outputs: Vec<Handle> = Vec::with_capacity(self.layers.len());
-        for (i, layer) in self.layers.iter().enumerate() {
-            let output = scratch_f32(&self.client, batch * layer.outputs);
-            let source = outputs.last().unwrap_or(&input);
-            launch(
-                &self.client,
-                Kernel::Forward,
-                batch.div_ceil(4) * layer.outputs.div_ceil(4),
-                &[&dims[i], &self.params, source, &output],
-            );
+        for i in 0..self.layers.len() {
+            let output = self.forward_layer(&dims, i, outputs.last().unwrap_or(&input), batch);
             outputs.push(output);
             after_layer(i)?;
         }
@@ -199,15 +205,8 @@ impl FusedMlp {
     ) -> Result<Handle, E> {
         let (dims, _) = self.dims(batch);
         let mut current = input;
-        for (i, layer) in self.layers.iter().enumerate() {
-            let output = scratch_f32(&self.client, batch * layer.outputs);
-            launch(
-                &self.client,
-                Kernel::Forward,
-                batch.div_ceil(4) * layer.outputs.div_ceil(4),
-                &[&dims[i], &self.params, &current, &output],
-            );
-            current = output;
+        for i in 0..self.layers.len() {
+            current = self.forward_layer(&dims, i, &current, batch);
             after_layer(i)?;
         }
         Ok(current)
