@@ -307,7 +307,7 @@ pub struct Strategies {
     /// optimizer state follow), or an int8-quantized copy for evaluation (training stays f32).
     pub weight_dtype: WeightDtype,
     /// Run the step through burn's ops and autodiff (`burn`), or, for a ReLU MLP, through
-    /// vramlab's own fused WGSL kernels (`fused`: 2L + 2 dispatches a step, no graph).
+    /// vramlab's own fused WGSL kernels (`fused`: 3L + 1 dispatches a step, no graph).
     pub kernels: Kernels,
 }
 

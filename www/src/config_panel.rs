@@ -119,7 +119,7 @@ const STRATEGIES: &[StrategyInfo] = &[
     StrategyInfo {
         path: "strategies.kernels",
         label: "kernels",
-        explain: "fused: vramlab's own WGSL step for a ReLU MLP (2L+2 dispatches, no autodiff graph)",
+        explain: "fused: vramlab's own WGSL step for a ReLU MLP (3L+1 dispatches, no autodiff graph)",
         claim: "fused kernels keep fewer intermediates and run faster",
         choices: &["burn", "fused"],
     },

@@ -186,7 +186,7 @@ impl Split {
     }
 }
 
-fn gather<T: Copy>(values: &[T], width: usize, indices: &[usize]) -> Vec<T> {
+pub(crate) fn gather<T: Copy>(values: &[T], width: usize, indices: &[usize]) -> Vec<T> {
     let mut out = Vec::with_capacity(indices.len() * width);
     for &i in indices {
         out.extend_from_slice(&values[i * width..(i + 1) * width]);

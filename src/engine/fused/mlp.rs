@@ -1,5 +1,5 @@
 //! A ReLU MLP trained by vramlab's own kernels: forward, softmax cross-entropy, backward and the
-//! optimizer step for all layers in 2L + 2 dispatches, with no autodiff graph.
+//! optimizer step for all layers in 3L + 1 dispatches, with no autodiff graph.
 //!
 //! What it keeps: the parameters, their gradients and the optimizer's moments in three or four
 //! flat buffers; during a step, each layer's output (what ReLU's derivative needs) and each
@@ -17,6 +17,7 @@ use burn::tensor::{Device, Tensor};
 use super::kernels::{Kernel, launch, read_f32, scratch_f32, upload_f32, upload_u32};
 use crate::engine::config::OptimizerKind;
 use crate::engine::models::Mlp;
+use crate::engine::train::optimizer::{ADAM_BETAS, ADAM_EPSILON, MOMENTUM};
 
 /// Where one layer's weights and bias sit in the flat buffers.
 #[derive(Clone, Copy, Debug)]
@@ -46,9 +47,9 @@ pub struct FusedMlp {
 
 /// The buffers one forward pass leaves behind.
 pub struct ForwardPass {
-    pub input: Handle,
+    input: Handle,
     /// Each layer's output, the logits last.
-    pub outputs: Vec<Handle>,
+    outputs: Vec<Handle>,
 }
 
 /// The cubecl client behind a burn device: the fused kernels allocate from the pool burn's
@@ -116,14 +117,6 @@ impl FusedMlp {
             steps: 0,
             dims: RefCell::new(HashMap::new()),
         })
-    }
-
-    pub fn param_count(&self) -> usize {
-        self.param_count
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
     }
 
     /// The `dims` buffers of each layer and of the loss for `batch`.
@@ -212,8 +205,8 @@ impl FusedMlp {
         Ok(current)
     }
 
-    /// Mean cross-entropy of the logits against `labels` (a one-element buffer), and its
-    /// gradient with respect to the logits.
+    /// Mean cross-entropy of the logits against `labels` (one class index per sample) in a
+    /// one-element buffer, and its gradient with respect to the logits.
     pub fn loss(&self, pass: &ForwardPass, labels: &Handle, batch: usize) -> (Handle, Handle) {
         let (_, loss_dims) = self.dims(batch);
         let logits = pass.outputs.last().expect("at least one layer");
@@ -257,22 +250,22 @@ impl FusedMlp {
         }
     }
 
-    /// One optimizer step with the config's optimizer: burn's defaults (Adam betas 0.9, 0.999,
-    /// epsilon 1e-8 as the burn path is built; momentum 0.9 without dampening).
+    /// One optimizer step with the config's optimizer, with the coefficients burn's path is
+    /// built with (`train::optimizer`).
     pub fn optimizer_step(&mut self, learning_rate: f64) {
         self.steps += 1;
         let t = self.steps as i32;
         let (kind, beta1, beta2) = match self.optimizer {
             OptimizerKind::Sgd => (0.0, 0.0, 0.0),
-            OptimizerKind::Momentum => (1.0, 0.9, 0.0),
-            OptimizerKind::Adam => (2.0, 0.9f32, 0.999f32),
+            OptimizerKind::Momentum => (1.0, MOMENTUM as f32, 0.0),
+            OptimizerKind::Adam => (2.0, ADAM_BETAS.0, ADAM_BETAS.1),
         };
         let hyper = [
             learning_rate as f32,
             kind,
             beta1,
             beta2,
-            1e-8,
+            ADAM_EPSILON,
             1.0 - beta1.powi(t),
             1.0 - beta2.powi(t),
             f32::from_bits(self.param_count as u32),

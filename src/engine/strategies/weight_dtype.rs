@@ -23,7 +23,7 @@ struct QuantizeWeights {
 
 impl ModuleMapper for QuantizeWeights {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let packable = |tensor: &Tensor<D>| D >= 2 && tensor.dims()[D - 1] % 4 == 0;
+        let packable = |tensor: &Tensor<D>| D >= 2 && tensor.dims()[D - 1].is_multiple_of(4);
         param.map(|tensor| {
             if packable(&tensor) {
                 self.quantized += 1;

@@ -1,7 +1,7 @@
 //! The training loop and what it records.
 
 mod export;
-mod optimizer;
+pub(crate) mod optimizer;
 pub mod records;
 mod run;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use web_time::Instant;
 
 use super::{Run, device_error, grid_points};
-use crate::engine::data::{HostInputs, Split};
+use crate::engine::data::{HostInputs, Split, gather};
 use crate::engine::error::EngineError;
 use crate::engine::fused::{FusedMlp, client_of};
 use crate::engine::memory::{BudgetWatch, MemoryReading, Phase, sampler};
@@ -19,24 +19,27 @@ fn host_floats(split: &Split, indices: &[usize]) -> Vec<f32> {
     let HostInputs::Floats { values, width } = &split.inputs else {
         unreachable!("validation allows kernels = fused for float inputs only")
     };
-    indices
-        .iter()
-        .flat_map(|&i| values[i * width..(i + 1) * width].iter().copied())
-        .collect()
+    gather(values, *width, indices)
 }
 
 fn host_labels(split: &Split, indices: &[usize]) -> Vec<u32> {
     indices.iter().map(|&i| split.targets[i] as u32).collect()
 }
 
-/// Mean softmax cross-entropy and the number of correct argmaxes of `logits` (row-major,
+/// A row of logits' largest value and the sum of exp(logit - largest): softmax and
+/// log-softmax without overflow.
+fn max_and_exp_sum(row: &[f32]) -> (f32, f32) {
+    let top = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    (top, row.iter().map(|v| (v - top).exp()).sum())
+}
+
+/// Summed softmax cross-entropy and the number of correct argmaxes of `logits` (row-major,
 /// `classes` wide) against `labels`.
 fn loss_and_hits(logits: &[f32], classes: usize, labels: &[u32]) -> (f64, usize) {
     let mut loss = 0.0f64;
     let mut hits = 0;
     for (row, &label) in logits.chunks_exact(classes).zip(labels) {
-        let top = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let total: f32 = row.iter().map(|v| (v - top).exp()).sum();
+        let (top, total) = max_and_exp_sum(row);
         loss += f64::from(total.ln() + top - row[label as usize]);
         let best = row
             .iter()
@@ -225,8 +228,7 @@ impl Run {
         Ok(values[0]
             .chunks_exact(classes)
             .map(|row| {
-                let top = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let total: f32 = row.iter().map(|v| (v - top).exp()).sum();
+                let (top, total) = max_and_exp_sum(row);
                 (row[1] - top).exp() / total
             })
             .collect())
