@@ -28,8 +28,16 @@ async fn refresh_grid(live: Live, run: &Run) {
     }
 }
 
+/// While training runs through, the charts redraw at most this often. A step of a small model
+/// takes a few milliseconds; redrawing every chart after each one took more of the machine than
+/// the training did (on a software GPU the two share the same cores).
+const REDRAW_EVERY_MS: f64 = 50.0;
+
 thread_local! {
     static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
+    /// When the charts last took the run's records, and the wall-clock ends of the steps since.
+    static LAST_REDRAW_MS: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
+    static UNDRAWN_STEP_ENDS: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
     /// Bumped by reset and by every new start, so a loop from an older run stops.
     static GENERATION: Cell<u64> = const { Cell::new(0) };
 }
@@ -101,6 +109,8 @@ impl Live {
         self.steps.set(Vec::new());
         self.evals.set(Vec::new());
         self.wall_ms.set(Vec::new());
+        UNDRAWN_STEP_ENDS.with(|ends| ends.borrow_mut().clear());
+        LAST_REDRAW_MS.with(|t| t.set(f64::NEG_INFINITY));
         self.timeline.set(None);
         self.grid.set(None);
     }
@@ -261,38 +271,61 @@ pub fn reset(live: Live) {
 async fn drive(live: Live, generation: u64) {
     while live.status.get_untracked() == Status::Running && GENERATION.with(Cell::get) == generation
     {
-        if !advance(live).await {
-            break;
+        if !advance(live, false).await {
+            return;
         }
         yield_to_browser().await;
+    }
+    // Paused: show the steps the throttle held back.
+    if GENERATION.with(Cell::get) == generation {
+        RUN.with(|r| {
+            if let Some(run) = r.borrow().as_ref() {
+                redraw(live, run);
+            }
+        });
     }
 }
 
 async fn step_once(live: Live, generation: u64) {
-    if GENERATION.with(Cell::get) == generation && advance(live).await {
+    if GENERATION.with(Cell::get) == generation && advance(live, true).await {
         live.status.set(Status::Paused);
     }
 }
 
-/// One step; false when the run ended (finished or failed).
-async fn advance(live: Live) -> bool {
+/// Hand the charts the records of the steps since the last redraw.
+fn redraw(live: Live, run: &Run) {
+    // Losses arrive in grouped readbacks: refresh from the first step still without one,
+    // rather than copying every record every time.
+    let records = run.records();
+    live.steps.update(|steps| {
+        let from = steps
+            .iter()
+            .position(|s| s.loss.is_none())
+            .unwrap_or(steps.len());
+        steps.truncate(from);
+        steps.extend_from_slice(&records[from..]);
+    });
+    let ends = UNDRAWN_STEP_ENDS.with(|ends| std::mem::take(&mut *ends.borrow_mut()));
+    if !ends.is_empty() {
+        live.wall_ms.update(|w| w.extend(ends));
+    }
+    LAST_REDRAW_MS.with(|t| t.set(now_ms()));
+}
+
+/// One step; false when the run ended (finished or failed). The charts see it now when
+/// `redraw_now`, at an evaluation or the end, or once `REDRAW_EVERY_MS` has passed.
+async fn advance(live: Live, redraw_now: bool) -> bool {
     let Some(mut run) = RUN.with(|r| r.borrow_mut().take()) else {
         return false;
     };
     match run.step().await {
         Ok(outcome) => {
-            // Losses arrive in grouped readbacks: refresh from the first step still without
-            // one, rather than copying every record every step.
-            let records = run.records();
-            live.steps.update(|steps| {
-                let from = steps
-                    .iter()
-                    .position(|s| s.loss.is_none())
-                    .unwrap_or(steps.len());
-                steps.truncate(from);
-                steps.extend_from_slice(&records[from..]);
-            });
-            live.wall_ms.update(|w| w.push(now_ms()));
+            let now = now_ms();
+            UNDRAWN_STEP_ENDS.with(|ends| ends.borrow_mut().push(now));
+            let due = now - LAST_REDRAW_MS.with(Cell::get) >= REDRAW_EVERY_MS;
+            if redraw_now || due || outcome.eval.is_some() || run.is_finished() {
+                redraw(live, &run);
+            }
             if let Some(eval) = outcome.eval {
                 live.evals.update(|e| e.push(eval));
                 refresh_grid(live, &run).await;
