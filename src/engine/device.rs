@@ -3,7 +3,11 @@
 //! A process can initialise the runtime once; every run after the first shares that device, so
 //! runs start by releasing what the previous one left cached (see `train::Run::new`).
 
-use std::sync::{Mutex, OnceLock};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 use burn::tensor::wgpu::{MemoryConfiguration, wgpu};
 use burn::tensor::{Device, FloatDType};
@@ -34,7 +38,33 @@ pub struct Gpu {
 }
 
 static GPU: OnceLock<Gpu> = OnceLock::new();
-static INIT: Mutex<()> = Mutex::new(());
+/// Set while one caller initialises the runtime, which refuses a second init; the others wait
+/// for it here (the page may ask twice before the first answer, natively two threads may).
+static INITIALISING: AtomicBool = AtomicBool::new(false);
+static WAITING: Mutex<Vec<Waker>> = Mutex::new(Vec::new());
+
+/// Ready once no caller is initialising.
+struct InitDone;
+
+impl Future for InitDone {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !INITIALISING.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        WAITING
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(cx.waker().clone());
+        // It may have finished between the check and the registration.
+        if INITIALISING.load(Ordering::Acquire) {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+}
 
 /// The process's GPU, initialised on first use with the best adapter wgpu offers and cubecl's
 /// default pools.
@@ -45,14 +75,27 @@ pub async fn acquire() -> Result<Gpu, EngineError> {
 /// As [`acquire`], starting the device with `pool` if it is not running yet. A device already
 /// running keeps its pools (cubecl fixes them at start); runs compare and say so.
 pub async fn acquire_with(pool: MemoryPool) -> Result<Gpu, EngineError> {
-    if let Some(gpu) = GPU.get() {
-        return Ok(gpu.clone());
+    loop {
+        if let Some(gpu) = GPU.get() {
+            return Ok(gpu.clone());
+        }
+        let first = INITIALISING
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if first {
+            break;
+        }
+        InitDone.await;
     }
-    // Two threads asking at once must not both initialise: the runtime refuses a second init.
-    let _guard = INIT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(gpu) = GPU.get() {
-        return Ok(gpu.clone());
+    let started = start(pool).await;
+    INITIALISING.store(false, Ordering::Release);
+    for waker in std::mem::take(&mut *WAITING.lock().unwrap_or_else(PoisonError::into_inner)) {
+        waker.wake();
     }
+    started
+}
+
+async fn start(pool: MemoryPool) -> Result<Gpu, EngineError> {
     // On WebGPU cubecl builds without sub-slicing: exclusive pages are all there is.
     #[cfg(target_arch = "wasm32")]
     let pool = {

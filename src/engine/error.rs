@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-use crate::engine::memory::budget::OutOfMemory;
+use crate::engine::outcome::OutOfMemory;
 
 /// A configuration that cannot run. The CLI maps this to exit code 2.
 #[derive(Debug, Error, Clone, PartialEq)]

@@ -11,11 +11,13 @@
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
+use crate::engine::config::Budget;
 use crate::engine::config::RunConfig;
 use crate::engine::data::split_sizes;
 use crate::engine::device::Gpu;
 use crate::engine::error::{ConfigError, EngineError};
-use crate::engine::memory::{Budget, OutOfMemory, predict};
+use crate::engine::memory::predict;
+use crate::engine::outcome::OutOfMemory;
 use crate::engine::train::Run;
 
 /// Steps per trial: the first creates the optimizer's state, the second runs with it alive
@@ -240,7 +242,7 @@ impl<R: TrialRunner> Trials<'_, '_, R> {
                 fits: false,
                 peak_in_use_bytes: oom.in_use_bytes + oom.asked_bytes,
                 peak_reserved_bytes: oom.reserved_bytes,
-                out_of_memory: Some(oom.to_string().lines().next().unwrap_or_default().into()),
+                out_of_memory: Some(oom.headline()),
             },
         };
         (self.on_trial)(&trial);

@@ -1,6 +1,11 @@
 //! The engine: config, data, models, training loop and memory accounting. It knows nothing of
 //! the CLI or the page; both drive it through this API.
+//!
+//! Dependencies run one way: `phase` and `outcome` (plain types) under `error` under `config`;
+//! `data`, `device`, `models` and `memory` above them; `strategies` above those; `train` and
+//! the searches (`finder`, `suggest`, `claims`) on top.
 
+pub mod claims;
 pub mod config;
 pub mod data;
 pub mod device;
@@ -9,9 +14,13 @@ pub mod finder;
 pub mod fused;
 pub mod memory;
 pub mod models;
+pub mod outcome;
 pub mod overrides;
+pub mod phase;
+pub mod plot;
 pub mod presets;
 pub mod strategies;
+pub mod suggest;
 pub mod train;
 mod validate;
 

@@ -1,18 +1,20 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
+//! A strategy's own refusals (what it cannot run with) live in its file under `strategies`.
 
-use super::config::{
-    Activation, Checkpointing, DataKind, DataResidency, EvalMode, InputKind, Kernels,
-    LossBookkeeping, MixedPrecision, ModelKind, RunConfig, WeightDtype, limits,
-};
+use super::config::{DataKind, InputKind, ModelKind, RunConfig, limits};
 use super::error::ConfigError;
+use super::strategies;
 
-type Check = Result<(), ConfigError>;
+pub(crate) type Check = Result<(), ConfigError>;
 
-pub(crate) fn validate(config: &RunConfig) -> Check {
-    data(config)?;
-    model(config)?;
-    training(config)?;
-    Ok(())
+impl RunConfig {
+    /// Check every field against its allowed range; the first bad field is reported.
+    pub fn validate(&self) -> Check {
+        data(self)?;
+        model(self)?;
+        training(self)?;
+        strategies::check(self)
+    }
 }
 
 fn int_in(field: &str, value: usize, (lo, hi): (usize, usize)) -> Check {
@@ -121,7 +123,7 @@ fn model(config: &RunConfig) -> Check {
             int_in("model.layers", model.layers, limits::LAYERS)?;
             int_in("model.heads", model.heads, limits::HEADS)?;
             int_in("model.ff", model.ff, limits::WIDTH)?;
-            if model.width % model.heads != 0 {
+            if !model.width.is_multiple_of(model.heads) {
                 return Err(ConfigError::invalid(
                     "model.heads",
                     format!(
@@ -167,128 +169,5 @@ fn training(config: &RunConfig) -> Check {
             format!("1..={} (the batch size)", config.batch_size),
         ));
     }
-    int_in("eval_every", config.eval_every, (0, limits::STEPS.1))?;
-    strategies(config)
-}
-
-fn strategies(config: &RunConfig) -> Check {
-    if config.strategies.kernels == Kernels::Fused {
-        fused_kernels(config)?;
-    }
-    let precision = config.strategies.mixed_precision;
-    let weights = config.strategies.weight_dtype;
-    let kind = config.model.kind;
-    if weights == WeightDtype::F16 && precision == MixedPrecision::F16 {
-        return Err(ConfigError::invalid(
-            "strategies.weight_dtype",
-            "f16 stores the weights themselves in f16, while mixed_precision f16 keeps f32 \
-             master weights: use one (weight_dtype f16 with mixed_precision off or f16_unscaled)",
-        ));
-    }
-    if weights == WeightDtype::F16 && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
-        return Err(ConfigError::invalid(
-            "strategies.weight_dtype",
-            format!(
-                "f16 is not available for model.kind = {} (burn's recurrent cells keep f32 \
-                 state); models for it: mlp, cnn, transformer; or use f32",
-                kind.name()
-            ),
-        ));
-    }
-    if weights == WeightDtype::Int8 && config.strategies.eval_mode == EvalMode::Autodiff {
-        return Err(ConfigError::invalid(
-            "strategies.weight_dtype",
-            "int8 weights are an evaluation copy without autodiff; use eval_mode no_grad with it",
-        ));
-    }
-    if weights == WeightDtype::Int8 && !matches!(kind, ModelKind::Mlp | ModelKind::Cnn) {
-        // Quantized weights go through burn's quantized matmul (dense layers) or are
-        // dequantized by its convolution; the sequence models' weights meet ops that refuse them.
-        return Err(ConfigError::invalid(
-            "strategies.weight_dtype",
-            format!(
-                "int8 is not available for model.kind = {}; models for it: mlp, cnn; or use f32 \
-                 or f16",
-                kind.name()
-            ),
-        ));
-    }
-    if precision != MixedPrecision::Off && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
-        // burn's GRU and LSTM build their hidden-state buffers in the default float type (f32)
-        // inside their forward pass, which cannot mix with f16 activations.
-        return Err(ConfigError::invalid(
-            "strategies.mixed_precision",
-            format!(
-                "{} is not available for model.kind = {} (burn's recurrent cells keep f32 state); \
-                 models for it: mlp, cnn, transformer; or use off",
-                precision.name(),
-                kind.name()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// The fused kernels implement one thing, a ReLU MLP's f32 step on float inputs with the plain
-/// strategies; every other choice is named with what it needs.
-fn fused_kernels(config: &RunConfig) -> Check {
-    let needs = |field: &str, what: &str| {
-        Err(ConfigError::invalid(
-            field,
-            format!("strategies.kernels = fused needs {what}, or use kernels = burn"),
-        ))
-    };
-    let s = &config.strategies;
-    if config.model.kind != ModelKind::Mlp {
-        return needs(
-            "strategies.kernels",
-            &format!("model.kind = mlp (got {})", config.model.kind.name()),
-        );
-    }
-    if config.model.activation != Activation::Relu {
-        return needs("model.activation", "activation = relu");
-    }
-    if config.data.kind.input_kind() == InputKind::Tokens {
-        return needs("data.kind", "a data set of points or images");
-    }
-    if s.grad_accumulation != 1 {
-        return needs("strategies.grad_accumulation", "grad_accumulation = 1");
-    }
-    if s.mixed_precision != MixedPrecision::Off {
-        return needs(
-            "strategies.mixed_precision",
-            "mixed_precision = off (f32 kernels)",
-        );
-    }
-    if s.weight_dtype != WeightDtype::F32 {
-        return needs("strategies.weight_dtype", "weight_dtype = f32");
-    }
-    if s.checkpointing != Checkpointing::None {
-        return needs(
-            "strategies.checkpointing",
-            "checkpointing = none (no graph to checkpoint)",
-        );
-    }
-    if s.loss_bookkeeping != LossBookkeeping::Scalar {
-        return needs(
-            "strategies.loss_bookkeeping",
-            "loss_bookkeeping = scalar (no graph to keep)",
-        );
-    }
-    if s.eval_mode != EvalMode::NoGrad {
-        return needs(
-            "strategies.eval_mode",
-            "eval_mode = no_grad (no graph to record)",
-        );
-    }
-    if !s.inplace_activation {
-        return needs(
-            "strategies.inplace_activation",
-            "inplace_activation = true (ReLU is fused)",
-        );
-    }
-    if s.data_residency != DataResidency::Host {
-        return needs("strategies.data_residency", "data_residency = host");
-    }
-    Ok(())
+    int_in("eval_every", config.eval_every, (0, limits::STEPS.1))
 }

@@ -107,6 +107,26 @@ check(await again.inputValue('input[name="model.hidden"]') === '128,128', 'reloa
 check(await again.inputValue('input[name="strategies.grad_accumulation"]') === '4', 'reloaded URL: strategy');
 await again.close();
 
+// 3b. Reset while a step is in flight: the old run must not come back when its step returns,
+// and Start then trains a fresh run from step 1.
+await page.goto(`${base}#preset=spiral-mlp&steps=8&eval_every=0&batch_size=512&model.hidden=[128,128]`);
+await page.reload();
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+await page.$eval('#start', (b) => b.click());
+await page.waitForFunction(() => Number(document.querySelector('#memory-chart svg')?.dataset.points) > 0,
+  null, { timeout: 600_000 });
+await page.$eval('#reset', (b) => b.click());
+// Longer than a step here, so a step that was awaiting the GPU has returned.
+await page.waitForTimeout(3000);
+const afterReset = { points: await points('memory-chart'), status: await page.textContent('#status'),
+  progress: await page.textContent('.progress') };
+console.log(`     reset mid-run: ${JSON.stringify(afterReset)}`);
+check(afterReset.points === 0 && afterReset.status === 'ready' && afterReset.progress.startsWith('step 0 /'),
+  'reset while a step is in flight leaves an empty chart');
+check(await trainToEnd('a fresh run after the reset') === 'finished', 'Start after the reset trains');
+const steps = await page.$$eval('#memory-chart polyline', (ls) => ls[0].getAttribute('points').trim().split(/\s+/).length);
+check(steps === 8, `the fresh run has its own 8 steps, not the old run's (${steps})`);
+
 // 4. A bad field in the URL falls back to defaults with a note naming the field.
 await page.goto(`${base}#preset=spiral-mlp&batch_size=0`);
 await page.reload();

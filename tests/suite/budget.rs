@@ -1,7 +1,9 @@
 //! The memory budget: a run that needs more stops with a typed out-of-memory error naming
 //! where, and the device is left as a fresh process would find it.
 
-use vramlab::engine::memory::Budget;
+use vramlab::engine::config::Budget;
+use vramlab::engine::outcome::Site;
+use vramlab::engine::phase::Phase;
 use vramlab::engine::{self, EngineError, Run};
 
 use crate::suite::support::{config, gpu, mib, run};
@@ -29,10 +31,15 @@ fn an_over_budget_run_stops_with_where_and_how_much_and_the_next_run_starts_from
     println!("{err}");
     assert_eq!(err.step, Some(1), "the first step already needs more");
     assert!(
-        ["upload", "forward", "backward", "optimizer"].contains(&err.phase.as_str()),
+        [
+            Phase::Upload,
+            Phase::Forward,
+            Phase::Backward,
+            Phase::Optimizer
+        ]
+        .contains(&err.phase),
         "{err}"
     );
-    assert!(!err.site.is_empty(), "{err}");
     assert_eq!(err.budget_bytes, peak / 2);
     let needed = (err.in_use_bytes + err.asked_bytes).max(err.reserved_bytes);
     assert!(needed > err.budget_bytes, "{err}");
@@ -82,6 +89,6 @@ fn a_budget_below_the_parameters_fails_while_setting_up() {
     };
     println!("{err}");
     assert_eq!(err.step, None);
-    assert_eq!(err.phase, "setup");
-    assert_eq!(err.site, "model parameters");
+    assert_eq!(err.phase, Phase::Setup);
+    assert_eq!(err.site, Site::ModelParameters);
 }

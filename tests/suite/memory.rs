@@ -2,8 +2,9 @@
 //! analytic model agrees with them where it claims to.
 
 use vramlab::engine::data::Dataset;
-use vramlab::engine::memory::{Phase, predict};
+use vramlab::engine::memory::predict;
 use vramlab::engine::models::Model;
+use vramlab::engine::phase::Phase;
 use vramlab::engine::presets::PRESETS;
 
 use super::support::{config, gpu, mib, run};

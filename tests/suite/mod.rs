@@ -3,6 +3,7 @@ mod cli;
 mod config_errors;
 mod finder;
 mod memory;
+mod readme;
 mod strategies;
 mod support;
 mod training;

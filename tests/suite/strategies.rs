@@ -2,7 +2,8 @@
 //! the expected size, printed beside the analytic prediction.
 
 use vramlab::engine::config::OptimizerKind;
-use vramlab::engine::memory::{Phase, predict};
+use vramlab::engine::memory::predict;
+use vramlab::engine::phase::Phase;
 use vramlab::engine::{Gpu, RunConfig, Timeline};
 
 use super::support::{config, gpu, mib, run};
@@ -222,7 +223,10 @@ fn mixed_precision_f16_keeps_at_most_six_tenths_of_the_activations() {
     if !gpu.adapter.shader_f16 {
         // The run must fall back to f32 and say why.
         assert!(
-            summary.fallbacks.iter().any(|f| f.contains("shader-f16")),
+            summary
+                .fallbacks
+                .iter()
+                .any(|f| f.to_string().contains("shader-f16")),
             "{:?}",
             summary.fallbacks
         );
@@ -373,7 +377,7 @@ fn a_leaking_run_stops_growing_at_the_cap() {
             .summary
             .fallbacks
             .iter()
-            .any(|f| f.contains("step 4")),
+            .any(|f| f.to_string().contains("step 4")),
         "{:?}",
         timeline.summary.fallbacks
     );
@@ -517,7 +521,7 @@ fn a_run_asking_for_other_pools_than_the_device_has_says_so() {
         t.summary
             .fallbacks
             .iter()
-            .any(|f| f.starts_with(&format!("memory_pool {other}"))),
+            .any(|f| f.to_string().starts_with(&format!("memory_pool {other}"))),
         "{:?}",
         t.summary.fallbacks
     );
@@ -546,7 +550,11 @@ fn f16_weights_take_half_the_bytes_of_f32() {
         );
     } else {
         assert_eq!(half, full, "without shader-f16 the weights stay f32");
-        assert!(f16_run.summary.fallbacks[0].starts_with("weight_dtype f16"));
+        assert!(
+            f16_run.summary.fallbacks[0]
+                .to_string()
+                .starts_with("weight_dtype f16")
+        );
     }
 }
 

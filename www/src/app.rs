@@ -1,19 +1,38 @@
 //! The page: configuration on the left, live charts on the right.
 
 use leptos::prelude::*;
-use vramlab::engine::memory::{Phase, predict};
-use vramlab::engine::train::{StepRecord, Summary};
+use vramlab::engine::AdapterInfo;
+use vramlab::engine::RunConfig;
+use vramlab::engine::memory::predict;
+use vramlab::engine::outcome::{OutOfMemory, Suggestion};
+use vramlab::engine::phase::Phase;
+use vramlab::engine::strategies::catalog;
+use vramlab::engine::train::{StepRecord, Summary, Timeline};
 use wasm_bindgen::JsCast;
 
 use crate::charts::{LineChart, PhaseBars, Rule, Series};
 use crate::config_panel::{ConfigPanel, Editor};
 use crate::data_preview::DataPreview;
 use crate::finder_panel::FinderPanel;
-use crate::session::{self, Live, Status};
+use crate::session::{Live, Session, Status};
 use crate::url_state;
 
-fn mib(bytes: u64) -> f64 {
+pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / 1048576.0
+}
+
+/// An out-of-memory as the page words it: where, then each change by its label on the page.
+pub fn out_of_memory_text(oom: &OutOfMemory) -> String {
+    oom.describe(|suggestion: &Suggestion| {
+        let label = catalog::find(&suggestion.field).map_or(suggestion.field.as_str(), |e| e.label);
+        let peak = match suggestion.estimated_peak_bytes {
+            Some(peak) => format!("estimated peak {:.3} MiB", mib(peak)),
+            None => "the live bytes fit; exclusive pages are sized to each allocation (reload \
+                     the page with it to start the device that way)"
+                .to_string(),
+        };
+        format!("set {label} to {} ({peak})", suggestion.value)
+    })
 }
 
 #[component]
@@ -25,7 +44,9 @@ pub fn App() -> impl IntoView {
         refused: RwSignal::new(None),
     };
     let url_note = RwSignal::new(from_url.note);
-    let live = Live::new();
+    let session = Session::new();
+    provide_context(session);
+    let live = session.live;
 
     // The URL follows the configuration, so a link reproduces the setup.
     Effect::new(move |_| {
@@ -36,21 +57,15 @@ pub fn App() -> impl IntoView {
     // The pools are fixed when the device starts: the URL's choice is taken at page load.
     let pool = editor.config.with_untracked(|c| c.strategies.memory_pool);
     leptos::task::spawn_local(async move {
-        session::gpu(live, pool).await;
+        session.gpu(pool).await;
     });
 
-    let running = move || matches!(live.status.get(), Status::Running | Status::Starting);
-    let start = move |_| session::start(live, editor.config.get_untracked(), true);
-    let pause = move |_| session::pause(live);
-    let resume = move |_| session::resume(live);
-    let one_step = move |_| {
-        if session::has_run() {
-            session::single_step(live);
-        } else {
-            session::start(live, editor.config.get_untracked(), false);
-        }
-    };
-    let reset = move |_| session::reset(live);
+    let running = move || live.status.get().busy();
+    let start = move |_| session.start(editor.config.get_untracked(), true);
+    let pause = move |_| session.pause();
+    let resume = move |_| session.resume();
+    let one_step = move |_| session.one_step(editor.config.get_untracked());
+    let reset = move |_| session.reset();
 
     view! {
         <header>
@@ -64,14 +79,14 @@ pub fn App() -> impl IntoView {
         {move || live.no_webgpu.get().map(|m| view! { <p class="error" id="no-webgpu">{m}</p> })}
         <main>
             <div class="left">
-                <AdapterCard live=live />
+                <AdapterCard adapter=live.adapter no_webgpu=live.no_webgpu />
                 <section class="panel" id="data-preview">
                     <h2>"Data"</h2>
                     <DataPreview config=editor.config grid=live.grid />
                 </section>
                 <ConfigPanel editor=editor adapter=live.adapter />
                 {move || editor.refused.get().map(|r| view! { <p class="error" id="refused">{r}</p> })}
-                <PredictionCard editor=editor />
+                <PredictionCard config=editor.config />
             </div>
             <div class="right">
                 <section class="panel controls">
@@ -89,7 +104,7 @@ pub fn App() -> impl IntoView {
                             on:change=move |ev| {
                                 let input: web_sys::HtmlInputElement = event_target(&ev);
                                 if let Some(file) = input.files().and_then(|f| f.get(0)) {
-                                    session::import(live, file);
+                                    session.import(file);
                                 }
                             } />
                     </label>
@@ -102,21 +117,24 @@ pub fn App() -> impl IntoView {
                     }}</span>
                 </section>
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
-                <Charts live=live editor=editor />
-                <Comparison live=live />
-                <FinderPanel live=live editor=editor />
-                <SummaryCard live=live />
+                <Charts live=live config=editor.config />
+                <Comparison pinned=live.pinned timeline=live.timeline />
+                <FinderPanel editor=editor />
+                <SummaryCard timeline=live.timeline />
             </div>
         </main>
     }
 }
 
 #[component]
-fn AdapterCard(live: Live) -> impl IntoView {
+fn AdapterCard(
+    adapter: RwSignal<Option<AdapterInfo>>,
+    no_webgpu: RwSignal<Option<String>>,
+) -> impl IntoView {
     view! {
         <section class="panel" id="adapter-card">
             <h2>"Adapter"</h2>
-            {move || match live.adapter.get() {
+            {move || match adapter.get() {
                 Some(a) => view! {
                     <dl>
                         <dt>"name"</dt><dd>{if a.name.is_empty() { "(not disclosed by the browser)".to_string() } else { a.name.clone() }}</dd>
@@ -125,7 +143,7 @@ fn AdapterCard(live: Live) -> impl IntoView {
                         <dt>"max buffer"</dt><dd>{format!("{:.0} MiB", mib(a.max_buffer_size))}</dd>
                     </dl>
                 }.into_any(),
-                None if live.no_webgpu.with(Option::is_some) => {
+                None if no_webgpu.with(Option::is_some) => {
                     view! { <p>"no WebGPU adapter (see the message above)"</p> }.into_any()
                 }
                 None => view! { <p>"asking the browser for a WebGPU adapter..."</p> }.into_any(),
@@ -135,8 +153,8 @@ fn AdapterCard(live: Live) -> impl IntoView {
 }
 
 #[component]
-fn PredictionCard(editor: Editor) -> impl IntoView {
-    let prediction = Memo::new(move |_| predict(&editor.config.get()));
+fn PredictionCard(config: RwSignal<RunConfig>) -> impl IntoView {
+    let prediction = Memo::new(move |_| predict(&config.get()));
     view! {
         <section class="panel" id="prediction">
             <h2>"Analytic prediction (estimate)"</h2>
@@ -158,7 +176,7 @@ fn PredictionCard(editor: Editor) -> impl IntoView {
 }
 
 #[component]
-fn Charts(live: Live, editor: Editor) -> impl IntoView {
+fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
     let memory = Signal::derive(move || {
         let mut series = live.steps.with(|steps| {
             let pick = |f: fn(&StepRecord) -> u64| {
@@ -211,9 +229,9 @@ fn Charts(live: Live, editor: Editor) -> impl IntoView {
         let budget = live
             .timeline
             .with(|t| t.as_ref().and_then(|t| t.config.budget));
-        let budget = budget.or_else(|| editor.config.with(|c| c.budget));
+        let budget = budget.or_else(|| config.with(|c| c.budget));
         let budget = budget.zip(live.adapter.get()).map(|(budget, adapter)| {
-            let bytes = budget.bytes(&adapter);
+            let bytes = budget.bytes(adapter.max_buffer_size);
             Rule {
                 label: format!("budget {:.2} MiB", mib(bytes)),
                 y: mib(bytes),
@@ -312,10 +330,13 @@ fn Charts(live: Live, editor: Editor) -> impl IntoView {
 
 /// The pinned run beside the current one: the differences that matter.
 #[component]
-fn Comparison(live: Live) -> impl IntoView {
+fn Comparison(
+    pinned: RwSignal<Option<Timeline>>,
+    timeline: RwSignal<Option<Timeline>>,
+) -> impl IntoView {
     move || {
-        let pinned = live.pinned.get()?;
-        let current = live.timeline.get();
+        let pinned = pinned.get()?;
+        let current = timeline.get();
         let (a, b) = (pinned.summary, current.map(|t| t.summary));
         let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
         let ratio = |x: f64, y: Option<f64>| y.filter(|_| x > 0.0).map(|y| y / x);
@@ -392,9 +413,9 @@ fn download(name: &str, mime: &str, text: &str) {
 }
 
 #[component]
-fn SummaryCard(live: Live) -> impl IntoView {
+fn SummaryCard(timeline: RwSignal<Option<Timeline>>) -> impl IntoView {
     view! {
-        {move || live.timeline.get().map(|t| {
+        {move || timeline.get().map(|t| {
             let s = &t.summary;
             let json = serde_json::to_string_pretty(&t).unwrap_or_default();
             let table = t.to_csv();
@@ -410,7 +431,7 @@ fn SummaryCard(live: Live) -> impl IntoView {
                         <dt>"test accuracy"</dt><dd>{s.eval_accuracy.map_or("-".into(), |a| format!("{:.1}%", a * 100.0))}</dd>
                         <dt title="in the browser the page cannot wait for the GPU inside a step: this is the time to queue it; the throughput chart has wall-clock rates">"ms/step to queue (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
                     </dl>
-                    {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.clone()}</p> }).collect_view()}
+                    {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.to_string()}</p> }).collect_view()}
                     <button id="export-json" on:click=move |_| download("vramlab-run.json", "application/json", &json)>"Export JSON"</button>
                     <button id="export-csv" on:click=move |_| download("vramlab-run.csv", "text/csv", &table)>"Export CSV"</button>
                 </section>

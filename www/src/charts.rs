@@ -1,13 +1,18 @@
 //! Charts drawn as SVG by Leptos: a line chart with optional horizontal reference lines, and
-//! a bar row for the phases of one step. Kept dependency-free: they redraw on every step.
+//! a bar row for the phases of one step. A series longer than [`MAX_POINTS`] is thinned before
+//! drawing, so a long run keeps the page fast.
 
 use leptos::prelude::*;
+use vramlab::engine::plot::thin;
 
 const W: f64 = 560.0;
 const H: f64 = 180.0;
 const LEFT: f64 = 56.0;
 const BOTTOM: f64 = 22.0;
 const TOP: f64 = 8.0;
+
+/// Points drawn per series at most.
+const MAX_POINTS: usize = 2000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
@@ -46,7 +51,14 @@ pub fn LineChart(
     id: &'static str,
 ) -> impl IntoView {
     let body = move || {
-        let series = series.get();
+        let series: Vec<Series> = series
+            .get()
+            .into_iter()
+            .map(|s| Series {
+                points: thin(&s.points, MAX_POINTS),
+                ..s
+            })
+            .collect();
         let rules = rules.map(|r| r.get()).unwrap_or_default();
         let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
         let x_max = xs.fold(1.0_f64, f64::max);

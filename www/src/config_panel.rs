@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use vramlab::engine::config::{InputKind, ModelKind};
 use vramlab::engine::overrides::apply_override;
 use vramlab::engine::presets::{PRESETS, preset};
+use vramlab::engine::strategies::catalog::{self, CATALOG, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
 /// The page's editable state.
@@ -39,98 +40,6 @@ impl Editor {
         }
     }
 }
-
-/// A strategy the page offers: its field, a one-line explanation, and the folklore claim.
-struct StrategyInfo {
-    path: &'static str,
-    label: &'static str,
-    explain: &'static str,
-    claim: &'static str,
-    choices: &'static [&'static str],
-}
-
-/// Settings with f16 choices, disabled when the adapter has no shader-f16.
-const F16_PATHS: [&str; 2] = ["strategies.mixed_precision", "strategies.weight_dtype"];
-
-const STRATEGIES: &[StrategyInfo] = &[
-    StrategyInfo {
-        path: "strategies.grad_accumulation",
-        label: "gradient accumulation (k)",
-        explain: "k micro-batches per optimizer step, each loss scaled by its share",
-        claim: "same gradients, about 1/k of the activation memory",
-        choices: &[],
-    },
-    StrategyInfo {
-        path: "strategies.mixed_precision",
-        label: "mixed precision",
-        explain: "f16: f16 compute from f32 master weights with a loss scaler; f16_unscaled: model.half()",
-        claim: "half the activation memory, same accuracy (with the scaler)",
-        choices: &["off", "f16", "f16_unscaled"],
-    },
-    StrategyInfo {
-        path: "strategies.eval_mode",
-        label: "evaluation mode",
-        explain: "no_grad evaluates without recording a graph; autodiff records one per batch",
-        claim: "evaluate under no_grad or memory balloons",
-        choices: &["no_grad", "autodiff"],
-    },
-    StrategyInfo {
-        path: "strategies.checkpointing",
-        label: "gradient checkpointing",
-        explain: "balanced: recompute cheap activations in backward instead of keeping them",
-        claim: "less activation memory for some extra time",
-        choices: &["none", "balanced"],
-    },
-    StrategyInfo {
-        path: "strategies.loss_bookkeeping",
-        label: "loss bookkeeping",
-        explain: "graph keeps every step's loss, logits and layer outputs (total_loss += loss)",
-        claim: "sum loss.item(), not the loss tensor, or memory grows every step",
-        choices: &["scalar", "graph"],
-    },
-    StrategyInfo {
-        path: "strategies.free_cache",
-        label: "free cached memory",
-        explain: "hand the allocator's unused pages back after every step or epoch",
-        claim: "call empty_cache() to free GPU memory",
-        choices: &["never", "step", "epoch"],
-    },
-    StrategyInfo {
-        path: "strategies.data_residency",
-        label: "data residency",
-        explain: "device: the training split lives on the GPU and batches are gathered there",
-        claim: "keep the data on the GPU (pin_memory, workers) so loading is not the bottleneck",
-        choices: &["host", "device"],
-    },
-    StrategyInfo {
-        path: "strategies.memory_pool",
-        label: "allocator pools",
-        explain: "subslices: small allocations share pages; exclusive: a page each (taken at page load)",
-        claim: "tune max_split_size_mb to fight fragmentation",
-        choices: &["subslices", "exclusive"],
-    },
-    StrategyInfo {
-        path: "strategies.weight_dtype",
-        label: "weight precision",
-        explain: "f16: model.half(), gradients and optimizer state too; int8: quantized copy for evaluation",
-        claim: "halve the model, or quantize it, and it still works",
-        choices: &["f32", "f16", "int8"],
-    },
-    StrategyInfo {
-        path: "strategies.kernels",
-        label: "kernels",
-        explain: "fused: vramlab's own WGSL step for a ReLU MLP (3L+1 dispatches, no autodiff graph)",
-        claim: "fused kernels keep fewer intermediates and run faster",
-        choices: &["burn", "fused"],
-    },
-    StrategyInfo {
-        path: "strategies.inplace_activation",
-        label: "in-place activation",
-        explain: "false: the activation writes a copy while its input stays alive",
-        claim: "ReLU(inplace=True) saves memory",
-        choices: &["true", "false"],
-    },
-];
 
 fn json_field(config: &RunConfig, path: &str) -> String {
     let mut value = serde_json::to_value(config).unwrap_or_default();
@@ -185,13 +94,14 @@ fn choice(
     label: &'static str,
     path: &'static str,
     choices: &'static [&'static str],
+    needs_f16: &'static [&'static str],
     disabled_reason: Signal<Option<String>>,
 ) -> impl IntoView {
     let value = move || json_field(&editor.config.get(), path);
     let options = choices
         .iter()
         .map(|&c| {
-            let off = move || c.starts_with("f16") && disabled_reason.get().is_some();
+            let off = move || needs_f16.contains(&c) && disabled_reason.get().is_some();
             view! { <option value=c disabled=off>{c}</option> }
         })
         .collect_view();
@@ -209,6 +119,28 @@ fn choice(
     }
 }
 
+/// A catalog entry's control: a choice, or a field for a number.
+fn control(editor: Editor, entry: &'static Entry, no_f16: Signal<Option<String>>) -> AnyView {
+    if entry.choices.is_empty() {
+        field(editor, entry.label, entry.field, entry.explain).into_any()
+    } else {
+        choice(
+            editor,
+            entry.label,
+            entry.field,
+            entry.choices,
+            entry.f16_choices,
+            no_f16,
+        )
+        .into_any()
+    }
+}
+
+/// The catalog's entry for a plain field the page shows with its own words.
+fn entry(field_name: &str) -> &'static Entry {
+    catalog::find(field_name).expect("the catalog lists every field the page edits")
+}
+
 #[component]
 pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> impl IntoView {
     let kind = move || editor.config.with(|c| c.model.kind);
@@ -223,28 +155,25 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
                 .then(|| format!("{} has no shader-f16: f16 would fall back to f32", a.name))
         })
     });
-    let strategies = STRATEGIES
+    let strategies = CATALOG
         .iter()
-        .map(|s| {
-            let control = if s.choices.is_empty() {
-                field(editor, s.label, s.path, s.explain).into_any()
-            } else if F16_PATHS.contains(&s.path) {
-                choice(editor, s.label, s.path, s.choices, no_f16).into_any()
-            } else {
-                choice(editor, s.label, s.path, s.choices, Signal::derive(|| None)).into_any()
-            };
-            let reason = F16_PATHS.contains(&s.path).then(|| {
-                move || {
-                    no_f16
-                        .get()
-                        .map(|r| view! { <p class="disabled-reason">{r}</p> })
-                }
+        .filter(|entry| entry.is_strategy())
+        .map(|entry| {
+            let reason = (!entry.f16_choices.is_empty()).then_some(move || {
+                no_f16
+                    .get()
+                    .map(|r| view! { <p class="disabled-reason">{r}</p> })
             });
+            let claims = entry
+                .claims
+                .iter()
+                .map(|claim| view! { <p class="claim">"Claim: " {claim.folklore}</p> })
+                .collect_view();
             view! {
                 <div class="strategy">
-                    {control}
-                    <p class="explain">{s.explain}</p>
-                    <p class="claim">"Claim: " {s.claim}</p>
+                    {control(editor, entry, no_f16)}
+                    <p class="explain">{entry.explain}</p>
+                    {claims}
                     {reason}
                 </div>
             }
@@ -290,12 +219,11 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
         </section>
         <section class="panel" id="training-panel">
             <h2>"Training"</h2>
-            {choice(editor, "optimizer", "optimizer", &["sgd", "momentum", "adam"], Signal::derive(|| None))}
+            {choice(editor, "optimizer", "optimizer", &["sgd", "momentum", "adam"], &[], Signal::derive(|| None))}
             {field(editor, "learning rate", "learning_rate", "step size")}
-            {field(editor, "batch size", "batch_size", "samples per step")}
-            {field(editor, "eval batch size", "eval_batch_size", "samples per evaluation batch")}
-            {field(editor, "memory budget", "budget",
-                "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's largest buffer; empty for none")}
+            {control(editor, entry("batch_size"), no_f16)}
+            {control(editor, entry("eval_batch_size"), no_f16)}
+            {control(editor, entry("budget"), no_f16)}
             {field(editor, "steps", "steps", "optimizer steps")}
             {field(editor, "evaluate every", "eval_every", "steps between evaluations (0: only at the end)")}
         </section>

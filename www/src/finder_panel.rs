@@ -8,12 +8,9 @@ use vramlab::engine::finder::{
 };
 use vramlab::engine::{EngineError, RunConfig};
 
+use crate::app::mib;
 use crate::config_panel::Editor;
-use crate::session::{self, Live, Status};
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / 1048576.0
-}
+use crate::session::{self, Session};
 
 /// The engine's in-process trials, handing the page back to the browser between them.
 struct Yielding<'a>(InProcess<'a>);
@@ -27,29 +24,30 @@ impl TrialRunner for Yielding<'_> {
 }
 
 #[component]
-pub fn FinderPanel(live: Live, editor: Editor) -> impl IntoView {
+pub fn FinderPanel(editor: Editor) -> impl IntoView {
+    let session = expect_context::<Session>();
+    let status = session.live.status;
     let trials: RwSignal<Vec<Trial>> = RwSignal::new(Vec::new());
     let result: RwSignal<Option<Result<Search, String>>> = RwSignal::new(None);
     let searching = RwSignal::new(false);
     let no_budget = move || editor.config.with(|c| c.budget.is_none());
-    let busy =
-        move || searching.get() || matches!(live.status.get(), Status::Running | Status::Starting);
+    let busy = move || searching.get() || status.get().busy();
     let find = move |_| {
         let config = editor.config.get_untracked();
         let Some(budget) = config.budget else { return };
         // The search measures from the device's baseline: no other run may hold memory.
-        session::reset(live);
+        session.reset();
         trials.set(Vec::new());
         result.set(None);
         searching.set(true);
         spawn_local(async move {
-            let Some(gpu) = session::gpu(live, config.strategies.memory_pool).await else {
+            let Some(gpu) = session.gpu(config.strategies.memory_pool).await else {
                 searching.set(false);
                 return;
             };
             let question = Question {
                 config: &config,
-                budget_bytes: budget.bytes(&gpu.adapter),
+                budget_bytes: budget.bytes(gpu.adapter.max_buffer_size),
                 multiple_of: 1,
                 max_trials: None,
             };

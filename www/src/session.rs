@@ -1,9 +1,11 @@
 //! The training session behind the page: one engine `Run` at a time, stepped in short async
 //! slices that hand control back to the browser between steps so the page never freezes.
-//! What the charts show lives in signals; the run itself (GPU tensors, not `Send`) stays in a
-//! thread-local, the page having one thread.
-
-use std::cell::{Cell, RefCell};
+//! What the charts show lives in signals ([`Live`]); the run itself (GPU tensors, not `Send`)
+//! lives in the session's local storage. The session is provided through context.
+//!
+//! Every start, reset and import begins a new generation. A step awaits the GPU; when it
+//! returns into a newer generation, its run is dropped, so a reset or an import made while a
+//! step was in flight is never undone by it.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -18,29 +20,10 @@ use crate::data_preview::{Grid, extent};
 /// Cells per side of the decision-boundary grid.
 const GRID_N: usize = 32;
 
-/// Refresh the heat map from the run's current model (2-D sets only).
-async fn refresh_grid(live: Live, run: &Run) {
-    if let Ok(Some(probability)) = run.decision_grid(GRID_N, extent(run.dataset())).await {
-        live.grid.set(Some(Grid {
-            n: GRID_N,
-            probability,
-        }));
-    }
-}
-
 /// While training runs through, the charts redraw at most this often. A step of a small model
 /// takes a few milliseconds; redrawing every chart after each one took more of the machine than
 /// the training did (on a software GPU the two share the same cores).
 const REDRAW_EVERY_MS: f64 = 50.0;
-
-thread_local! {
-    static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
-    /// When the charts last took the run's records, and the wall-clock ends of the steps since.
-    static LAST_REDRAW_MS: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
-    static UNDRAWN_STEP_ENDS: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
-    /// Bumped by reset and by every new start, so a loop from an older run stops.
-    static GENERATION: Cell<u64> = const { Cell::new(0) };
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
@@ -62,6 +45,10 @@ impl Status {
             Self::Finished => "finished",
             Self::Failed => "stopped",
         }
+    }
+
+    pub fn busy(self) -> bool {
+        matches!(self, Self::Running | Self::Starting)
     }
 }
 
@@ -87,7 +74,7 @@ pub struct Live {
 }
 
 impl Live {
-    pub fn new() -> Self {
+    fn new() -> Self {
         Self {
             status: RwSignal::new(Status::Idle),
             error: RwSignal::new(None),
@@ -109,8 +96,6 @@ impl Live {
         self.steps.set(Vec::new());
         self.evals.set(Vec::new());
         self.wall_ms.set(Vec::new());
-        UNDRAWN_STEP_ENDS.with(|ends| ends.borrow_mut().clear());
-        LAST_REDRAW_MS.with(|t| t.set(f64::NEG_INFINITY));
         self.timeline.set(None);
         self.grid.set(None);
     }
@@ -119,6 +104,18 @@ impl Live {
         self.error.set(Some(message));
         self.status.set(Status::Failed);
     }
+}
+
+/// The page's one training session.
+#[derive(Clone, Copy)]
+pub struct Session {
+    pub live: Live,
+    run: StoredValue<Option<Run>, LocalStorage>,
+    /// Bumped by every start, reset and import; work from an older generation is dropped.
+    generation: StoredValue<u64>,
+    /// When the charts last took the run's records, and the wall-clock ends of the steps since.
+    last_redraw_ms: StoredValue<f64>,
+    undrawn_step_ends: StoredValue<Vec<f64>>,
 }
 
 pub fn now_ms() -> f64 {
@@ -148,25 +145,6 @@ fn no_webgpu_message(detail: &str) -> String {
     )
 }
 
-/// The device (started with `pool` if it is not running yet), or the page's message when there
-/// is none.
-pub async fn gpu(live: Live, pool: MemoryPool) -> Option<Gpu> {
-    match acquire_with(pool).await {
-        Ok(gpu) => {
-            live.adapter.set(Some(gpu.adapter.clone()));
-            Some(gpu)
-        }
-        Err(err) => {
-            let detail = match &err {
-                EngineError::NoAdapter(d) => d.clone(),
-                other => other.to_string(),
-            };
-            live.no_webgpu.set(Some(no_webgpu_message(&detail)));
-            None
-        }
-    }
-}
-
 /// Hand control back to the browser (a macrotask, so rendering and input get their turn).
 pub async fn yield_to_browser() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
@@ -177,181 +155,251 @@ pub async fn yield_to_browser() {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
-/// Start a new run of `config` (dropping any previous one) and train until done or paused.
-pub fn start(live: Live, config: RunConfig, run_through: bool) {
-    let generation = GENERATION.with(|g| {
-        g.set(g.get() + 1);
-        g.get()
-    });
-    RUN.with(|r| r.borrow_mut().take());
-    live.clear();
-    live.status.set(Status::Starting);
-    live.batch_size.set(config.batch_size);
-    spawn_local(async move {
-        let Some(gpu) = gpu(live, config.strategies.memory_pool).await else {
-            live.status.set(Status::Failed);
-            return;
-        };
-        match Run::new(config, &gpu) {
-            Ok(run) => {
-                live.prediction.set(Some(run.prediction().clone()));
-                RUN.with(|r| *r.borrow_mut() = Some(run));
+impl Session {
+    pub fn new() -> Self {
+        Self {
+            live: Live::new(),
+            run: StoredValue::new_local(None),
+            generation: StoredValue::new(0),
+            last_redraw_ms: StoredValue::new(f64::NEG_INFINITY),
+            undrawn_step_ends: StoredValue::new(Vec::new()),
+        }
+    }
+
+    /// The device (started with `pool` if it is not running yet), or the page's message when
+    /// there is none.
+    pub async fn gpu(self, pool: MemoryPool) -> Option<Gpu> {
+        let live = self.live;
+        match acquire_with(pool).await {
+            Ok(gpu) => {
+                live.adapter.set(Some(gpu.adapter.clone()));
+                Some(gpu)
             }
-            Err(err) => return live.fail(err.to_string()),
-        }
-        live.status.set(Status::Running);
-        if run_through {
-            drive(live, generation).await;
-        } else {
-            step_once(live, generation).await;
-        }
-    });
-}
-
-/// Continue a paused run.
-pub fn resume(live: Live) {
-    let generation = GENERATION.with(Cell::get);
-    if RUN.with(|r| r.borrow().is_none()) {
-        return;
-    }
-    live.status.set(Status::Running);
-    spawn_local(drive(live, generation));
-}
-
-pub fn pause(live: Live) {
-    if live.status.get_untracked() == Status::Running {
-        live.status.set(Status::Paused);
-    }
-}
-
-/// One step of the current run (starting one when there is none is the caller's business).
-pub fn single_step(live: Live) {
-    let generation = GENERATION.with(Cell::get);
-    live.status.set(Status::Running);
-    spawn_local(step_once(live, generation));
-}
-
-pub fn has_run() -> bool {
-    RUN.with(|r| r.borrow().is_some())
-}
-
-/// Show a run exported earlier (its timeline JSON) as if it had just finished here.
-pub fn import(live: Live, file: web_sys::File) {
-    reset(live);
-    spawn_local(async move {
-        let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-            Ok(text) => text.as_string().unwrap_or_default(),
-            Err(_) => return live.fail(format!("import: could not read {}", file.name())),
-        };
-        match serde_json::from_str::<Timeline>(&text) {
-            Ok(timeline) => {
-                live.batch_size.set(timeline.config.batch_size);
-                live.steps.set(timeline.steps.clone());
-                live.evals.set(timeline.evals.clone());
-                live.timeline.set(Some(timeline));
-                live.status.set(Status::Finished);
+            Err(err) => {
+                let detail = match &err {
+                    EngineError::NoAdapter(d) => d.clone(),
+                    other => other.to_string(),
+                };
+                live.no_webgpu.set(Some(no_webgpu_message(&detail)));
+                None
             }
-            Err(err) => live.fail(format!(
-                "import: {} is not a vramlab run export ({err})",
-                file.name()
-            )),
         }
-    });
-}
-
-/// Drop the run and its charts.
-pub fn reset(live: Live) {
-    GENERATION.with(|g| g.set(g.get() + 1));
-    RUN.with(|r| r.borrow_mut().take());
-    live.clear();
-    live.prediction.set(None);
-    live.status.set(Status::Idle);
-}
-
-async fn drive(live: Live, generation: u64) {
-    while live.status.get_untracked() == Status::Running && GENERATION.with(Cell::get) == generation
-    {
-        if !advance(live, false).await {
-            return;
-        }
-        yield_to_browser().await;
     }
-    // Paused: show the steps the throttle held back.
-    if GENERATION.with(Cell::get) == generation {
-        RUN.with(|r| {
-            if let Some(run) = r.borrow().as_ref() {
-                redraw(live, run);
+
+    /// Drop the run and begin a new generation; returns it.
+    fn begin(self) -> u64 {
+        self.run.set_value(None);
+        self.undrawn_step_ends.update_value(Vec::clear);
+        self.last_redraw_ms.set_value(f64::NEG_INFINITY);
+        self.live.clear();
+        self.generation.update_value(|g| *g += 1);
+        self.generation.get_value()
+    }
+
+    fn current(self, generation: u64) -> bool {
+        self.generation.get_value() == generation
+    }
+
+    pub fn has_run(self) -> bool {
+        self.run.with_value(Option::is_some)
+    }
+
+    /// Start a new run of `config` (dropping any previous one) and train until done or paused.
+    pub fn start(self, config: RunConfig, run_through: bool) {
+        let generation = self.begin();
+        let live = self.live;
+        live.status.set(Status::Starting);
+        live.batch_size.set(config.batch_size);
+        spawn_local(async move {
+            let gpu = self.gpu(config.strategies.memory_pool).await;
+            if !self.current(generation) {
+                return;
+            }
+            let Some(gpu) = gpu else {
+                live.status.set(Status::Failed);
+                return;
+            };
+            match Run::new(config, &gpu) {
+                Ok(run) => {
+                    live.prediction.set(Some(run.prediction().clone()));
+                    self.run.set_value(Some(run));
+                }
+                Err(err) => return live.fail(err.to_string()),
+            }
+            live.status.set(Status::Running);
+            if run_through {
+                self.drive(generation).await;
+            } else {
+                self.step_once(generation).await;
             }
         });
     }
-}
 
-async fn step_once(live: Live, generation: u64) {
-    if GENERATION.with(Cell::get) == generation && advance(live, true).await {
-        live.status.set(Status::Paused);
-    }
-}
-
-/// Hand the charts the records of the steps since the last redraw.
-fn redraw(live: Live, run: &Run) {
-    // Losses arrive in grouped readbacks: refresh from the first step still without one,
-    // rather than copying every record every time.
-    let records = run.records();
-    live.steps.update(|steps| {
-        let from = steps
-            .iter()
-            .position(|s| s.loss.is_none())
-            .unwrap_or(steps.len());
-        steps.truncate(from);
-        steps.extend_from_slice(&records[from..]);
-    });
-    let ends = UNDRAWN_STEP_ENDS.with(|ends| std::mem::take(&mut *ends.borrow_mut()));
-    if !ends.is_empty() {
-        live.wall_ms.update(|w| w.extend(ends));
-    }
-    LAST_REDRAW_MS.with(|t| t.set(now_ms()));
-}
-
-/// One step; false when the run ended (finished or failed). The charts see it now when
-/// `redraw_now`, at an evaluation or the end, or once `REDRAW_EVERY_MS` has passed.
-async fn advance(live: Live, redraw_now: bool) -> bool {
-    let Some(mut run) = RUN.with(|r| r.borrow_mut().take()) else {
-        return false;
-    };
-    match run.step().await {
-        Ok(outcome) => {
-            let now = now_ms();
-            UNDRAWN_STEP_ENDS.with(|ends| ends.borrow_mut().push(now));
-            let due = now - LAST_REDRAW_MS.with(Cell::get) >= REDRAW_EVERY_MS;
-            if redraw_now || due || outcome.eval.is_some() || run.is_finished() {
-                redraw(live, &run);
-            }
-            if let Some(eval) = outcome.eval {
-                live.evals.update(|e| e.push(eval));
-                refresh_grid(live, &run).await;
-            }
+    /// Continue a paused run.
+    pub fn resume(self) {
+        if !self.has_run() {
+            return;
         }
-        Err(err) => {
-            // The run is dropped with its tensors; the device stays usable for the next one.
-            live.fail(match err {
-                // It names its step, and what would fit.
-                EngineError::OutOfMemory(_) => err.to_string(),
-                _ => format!("step {}: {err}", run.steps_done() + 1),
+        self.live.status.set(Status::Running);
+        spawn_local(self.drive(self.generation.get_value()));
+    }
+
+    pub fn pause(self) {
+        if self.live.status.get_untracked() == Status::Running {
+            self.live.status.set(Status::Paused);
+        }
+    }
+
+    /// One step of the current run, or of a new one when there is none.
+    pub fn one_step(self, config: RunConfig) {
+        if !self.has_run() {
+            return self.start(config, false);
+        }
+        self.live.status.set(Status::Running);
+        spawn_local(self.step_once(self.generation.get_value()));
+    }
+
+    /// Drop the run and its charts.
+    pub fn reset(self) {
+        self.begin();
+        self.live.prediction.set(None);
+        self.live.status.set(Status::Idle);
+    }
+
+    /// Show a run exported earlier (its timeline JSON) as if it had just finished here.
+    pub fn import(self, file: web_sys::File) {
+        self.reset();
+        let generation = self.generation.get_value();
+        let live = self.live;
+        spawn_local(async move {
+            let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+            if !self.current(generation) {
+                return;
+            }
+            let Ok(text) = text else {
+                return live.fail(format!("import: could not read {}", file.name()));
+            };
+            match serde_json::from_str::<Timeline>(&text.as_string().unwrap_or_default()) {
+                Ok(timeline) => {
+                    live.batch_size.set(timeline.config.batch_size);
+                    live.steps.set(timeline.steps.clone());
+                    live.evals.set(timeline.evals.clone());
+                    live.timeline.set(Some(timeline));
+                    live.status.set(Status::Finished);
+                }
+                Err(err) => live.fail(format!(
+                    "import: {} is not a vramlab run export ({err})",
+                    file.name()
+                )),
+            }
+        });
+    }
+
+    async fn drive(self, generation: u64) {
+        while self.live.status.get_untracked() == Status::Running && self.current(generation) {
+            if !self.advance(generation, false).await {
+                return;
+            }
+            yield_to_browser().await;
+        }
+        // Paused: show the steps the throttle held back.
+        if self.current(generation) {
+            self.run.with_value(|run| {
+                if let Some(run) = run {
+                    self.redraw(run);
+                }
             });
+        }
+    }
+
+    async fn step_once(self, generation: u64) {
+        if self.current(generation) && self.advance(generation, true).await {
+            self.live.status.set(Status::Paused);
+        }
+    }
+
+    /// Hand the charts the records of the steps since the last redraw.
+    fn redraw(self, run: &Run) {
+        // Losses arrive in grouped readbacks: refresh from the first step still without one,
+        // rather than copying every record every time.
+        let records = run.records();
+        self.live.steps.update(|steps| {
+            let from = steps
+                .iter()
+                .position(|s| s.loss.is_none())
+                .unwrap_or(steps.len());
+            steps.truncate(from);
+            steps.extend_from_slice(&records[from..]);
+        });
+        let ends = self
+            .undrawn_step_ends
+            .try_update_value(std::mem::take)
+            .unwrap_or_default();
+        if !ends.is_empty() {
+            self.live.wall_ms.update(|w| w.extend(ends));
+        }
+        self.last_redraw_ms.set_value(now_ms());
+    }
+
+    /// One step; false when the run ended (finished, failed, or replaced while the step was in
+    /// flight). The charts see it now when `redraw_now`, at an evaluation or the end, or once
+    /// `REDRAW_EVERY_MS` has passed.
+    async fn advance(self, generation: u64, redraw_now: bool) -> bool {
+        let live = self.live;
+        let Some(mut run) = self.run.try_update_value(Option::take).flatten() else {
+            return false;
+        };
+        let stepped = run.step().await;
+        if !self.current(generation) {
             return false;
         }
-    }
-    if run.is_finished() {
-        match run.finish().await {
-            Ok(timeline) => {
-                live.steps.set(timeline.steps.clone());
-                live.timeline.set(Some(timeline));
-                live.status.set(Status::Finished);
+        match stepped {
+            Ok(outcome) => {
+                let now = now_ms();
+                self.undrawn_step_ends.update_value(|ends| ends.push(now));
+                let due = now - self.last_redraw_ms.get_value() >= REDRAW_EVERY_MS;
+                if redraw_now || due || outcome.eval.is_some() || run.is_finished() {
+                    self.redraw(&run);
+                }
+                if let Some(eval) = outcome.eval {
+                    live.evals.update(|e| e.push(eval));
+                    let probability = run.decision_grid(GRID_N, extent(run.dataset())).await;
+                    if !self.current(generation) {
+                        return false;
+                    }
+                    if let Ok(Some(probability)) = probability {
+                        live.grid.set(Some(Grid {
+                            n: GRID_N,
+                            probability,
+                        }));
+                    }
+                }
             }
-            Err(err) => live.fail(err.to_string()),
+            Err(err) => {
+                // The run is dropped with its tensors; the device stays usable for the next one.
+                live.fail(match err {
+                    EngineError::OutOfMemory(oom) => crate::app::out_of_memory_text(&oom),
+                    _ => format!("step {}: {err}", run.steps_done() + 1),
+                });
+                return false;
+            }
         }
-        return false;
+        if run.is_finished() {
+            let finished = run.finish().await;
+            if !self.current(generation) {
+                return false;
+            }
+            match finished {
+                Ok(timeline) => {
+                    live.steps.set(timeline.steps.clone());
+                    live.timeline.set(Some(timeline));
+                    live.status.set(Status::Finished);
+                }
+                Err(err) => live.fail(err.to_string()),
+            }
+            return false;
+        }
+        self.run.set_value(Some(run));
+        true
     }
-    RUN.with(|r| *r.borrow_mut() = Some(run));
-    true
 }

@@ -71,13 +71,14 @@ async fn trains_on_webgpu_with_memory_that_grows_with_the_batch_and_reports_the_
             f16.summary
                 .fallbacks
                 .iter()
-                .all(|f| !f.contains("shader-f16"))
+                .all(|f| !f.to_string().contains("shader-f16"))
         );
     } else {
         assert!(
             f16.summary
                 .fallbacks
                 .iter()
+                .map(ToString::to_string)
                 .any(|f| f.starts_with("mixed_precision f16") && f.contains("no shader-f16")),
             "{:?}",
             f16.summary.fallbacks

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use vramlab::engine::config::Budget;
 use vramlab::engine::config::MemorySampling;
-use vramlab::engine::memory::Budget;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, preset};
 use vramlab::engine::{ConfigError, RunConfig};

@@ -1,11 +1,11 @@
-//! The run's files: timeline.json (the contract later tools read), timeline.csv and memory.svg.
+//! The run's files: timeline.json (the contract other tools read), timeline.csv and memory.svg.
 
 use std::path::Path;
 
 use anyhow::Context;
 use plotters::prelude::*;
 use vramlab::engine::Timeline;
-use vramlab::engine::memory::Phase;
+use vramlab::engine::phase::Phase;
 
 use crate::report::mib;
 
@@ -29,7 +29,7 @@ fn write_csv(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
 
 fn phase_color(phase: Phase) -> RGBColor {
     match phase {
-        Phase::Upload => RGBColor(120, 120, 120),
+        Phase::Setup | Phase::Upload => RGBColor(120, 120, 120),
         Phase::Forward => RGBColor(214, 39, 40),
         Phase::Backward => RGBColor(255, 127, 14),
         Phase::Optimizer => RGBColor(31, 119, 180),

@@ -1,16 +1,13 @@
 //! `vramlab find-batch`: the engine's max-batch finder with a progress line per trial, and the
 //! comparison of the five search methods.
 
-use std::process::Command;
-
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::finder::{self, Method, Question, Search, Trial, TrialResult, TrialRunner};
-use vramlab::engine::memory::OutOfMemory;
-use vramlab::engine::train::Summary;
 use vramlab::engine::{ConfigError, EngineError, Gpu, RunConfig};
 
 use crate::args::{FindArgs, MethodArg};
 use crate::report::mib;
+use crate::subprocess::{self, Trained};
 
 fn method(arg: MethodArg) -> Method {
     match arg {
@@ -24,53 +21,19 @@ fn method(arg: MethodArg) -> Method {
 
 /// Each trial as its own `vramlab train --json` process (see [`TrialRunner`] for why): what a
 /// user's `train` at that batch will see.
-struct Subprocess {
-    trials: usize,
-}
-
-fn trial_error(message: impl std::fmt::Display) -> EngineError {
-    EngineError::Device {
-        phase: "trial".into(),
-        message: message.to_string(),
-    }
-}
+struct Subprocess;
 
 impl TrialRunner for Subprocess {
     async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
-        let path = std::env::temp_dir().join(format!(
-            "vramlab-trial-{}-{}.json",
-            std::process::id(),
-            self.trials
-        ));
-        self.trials += 1;
-        let json = serde_json::to_string(&config).map_err(trial_error)?;
-        std::fs::write(&path, json).map_err(trial_error)?;
-        let exe = std::env::current_exe().map_err(trial_error)?;
-        let out = Command::new(exe)
-            .args(["train", "--json", "--config"])
-            .arg(&path)
-            .output();
-        let _ = std::fs::remove_file(&path);
-        let out = out.map_err(trial_error)?;
-        match out.status.code() {
-            Some(0) => {
-                let summary: Summary = serde_json::from_slice(&out.stdout).map_err(trial_error)?;
-                Ok(Ok((summary.peak_in_use_bytes, summary.peak_reserved_bytes)))
-            }
-            Some(3) => {
-                let report: OutOfMemoryReport =
-                    serde_json::from_slice(&out.stdout).map_err(trial_error)?;
-                Ok(Err(Box::new(report.out_of_memory)))
-            }
-            _ => Err(trial_error(String::from_utf8_lossy(&out.stderr))),
-        }
+        let trained = subprocess::train(&config).map_err(|err| EngineError::Device {
+            phase: "trial".into(),
+            message: format!("{err:#}"),
+        })?;
+        Ok(match trained {
+            Trained::Fit(summary) => Ok((summary.peak_in_use_bytes, summary.peak_reserved_bytes)),
+            Trained::OutOfMemory(oom) => Err(oom),
+        })
     }
-}
-
-/// What `train --json` prints when the run ran out of memory.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct OutOfMemoryReport {
-    pub out_of_memory: OutOfMemory,
 }
 
 fn search(question: &Question, method: Method) -> anyhow::Result<Search> {
@@ -91,7 +54,7 @@ fn search(question: &Question, method: Method) -> anyhow::Result<Search> {
             mib(trial.peak_reserved_bytes)
         ));
     };
-    let mut runner = Subprocess { trials: 0 };
+    let mut runner = Subprocess;
     let found = pollster::block_on(finder::find(question, method, &mut runner, &mut on_trial));
     bar.finish_and_clear();
     Ok(found?)
@@ -103,7 +66,7 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
     })?;
     let question = Question {
         config,
-        budget_bytes: budget.bytes(&gpu.adapter),
+        budget_bytes: budget.bytes(gpu.adapter.max_buffer_size),
         multiple_of: args.multiple_of,
         max_trials: args.max_trials,
     };

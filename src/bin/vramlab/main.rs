@@ -4,10 +4,12 @@
 mod args;
 mod bench;
 mod claims;
+mod exit;
 mod files;
 mod find_batch;
 mod progress;
 mod report;
+mod subprocess;
 
 use std::process::ExitCode;
 
@@ -16,19 +18,13 @@ use vramlab::engine::{self, ConfigError, EngineError};
 
 use args::{ClaimsArgs, Cli, Command, TrainArgs};
 
-/// Exit codes: 0 ok, 2 bad config or arguments, 3 out of memory under the budget, 1 anything
-/// else.
-const EXIT_BAD_INPUT: u8 = 2;
-const EXIT_OUT_OF_MEMORY: u8 = 3;
-const EXIT_FAILURE: u8 = 1;
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
             return if err.use_stderr() {
-                ExitCode::from(EXIT_BAD_INPUT)
+                ExitCode::from(exit::BAD_INPUT)
             } else {
                 ExitCode::SUCCESS
             };
@@ -50,7 +46,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("vramlab: {err:#}");
+            eprintln!("vramlab: {}", report::error(&err));
             ExitCode::from(exit_code(&err))
         }
     }
@@ -63,14 +59,14 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             Some(EngineError::Config(_))
         );
     if bad_input {
-        EXIT_BAD_INPUT
+        exit::BAD_INPUT
     } else if matches!(
         err.downcast_ref::<EngineError>(),
         Some(EngineError::OutOfMemory(_))
     ) {
-        EXIT_OUT_OF_MEMORY
+        exit::OUT_OF_MEMORY
     } else {
-        EXIT_FAILURE
+        exit::FAILURE
     }
 }
 
@@ -111,7 +107,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let timeline = match timeline {
         // The finder reads this to learn where a trial ran out.
         Err(EngineError::OutOfMemory(oom)) if args.json => {
-            let report = find_batch::OutOfMemoryReport {
+            let report = subprocess::OutOfMemoryReport {
                 out_of_memory: (*oom).clone(),
             };
             println!("{}", serde_json::to_string(&report)?);

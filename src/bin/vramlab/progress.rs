@@ -2,7 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::StepOutcome;
-use vramlab::engine::memory::Phase;
+use vramlab::engine::phase::Phase;
 
 use crate::report::mib;
 

@@ -1,10 +1,32 @@
 //! The summary as a table for people, or as one JSON object for programs.
 
-use vramlab::engine::memory::Phase;
+use vramlab::engine::EngineError;
+use vramlab::engine::outcome::Suggestion;
+use vramlab::engine::phase::Phase;
 use vramlab::engine::train::Summary;
 
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// An error as the command line words it: an out-of-memory's suggestions as the `--set` that
+/// makes each change.
+pub fn error(err: &anyhow::Error) -> String {
+    match err.downcast_ref::<EngineError>() {
+        Some(EngineError::OutOfMemory(oom)) => oom.describe(as_set_flag),
+        _ => format!("{err:#}"),
+    }
+}
+
+fn as_set_flag(suggestion: &Suggestion) -> String {
+    let change = format!("--set {}={}", suggestion.field, suggestion.value);
+    match suggestion.estimated_peak_bytes {
+        Some(peak) => format!("{change} (estimated peak {:.3} MiB)", mib(peak)),
+        None => format!(
+            "{change} (the live bytes fit; exclusive pages are sized to each allocation; a new \
+             process starts with them)"
+        ),
+    }
 }
 
 pub fn print_table(summary: &Summary) {
@@ -120,7 +142,7 @@ pub fn print_table(summary: &Summary) {
         ));
     }
     for fallback in &summary.fallbacks {
-        rows.push(("note".into(), fallback.clone()));
+        rows.push(("note".into(), fallback.to_string()));
     }
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (key, value) in rows {

@@ -17,7 +17,6 @@ use burn::tensor::{Device, Tensor};
 use super::kernels::{Kernel, launch, read_f32, scratch_f32, upload_f32, upload_u32};
 use crate::engine::config::OptimizerKind;
 use crate::engine::models::Mlp;
-use crate::engine::train::optimizer::{ADAM_BETAS, ADAM_EPSILON, MOMENTUM};
 
 /// Where one layer's weights and bias sit in the flat buffers.
 #[derive(Clone, Copy, Debug)]
@@ -251,21 +250,25 @@ impl FusedMlp {
     }
 
     /// One optimizer step with the config's optimizer, with the coefficients burn's path is
-    /// built with (`train::optimizer`).
+    /// built with (`OptimizerKind`'s coefficients).
     pub fn optimizer_step(&mut self, learning_rate: f64) {
         self.steps += 1;
         let t = self.steps as i32;
         let (kind, beta1, beta2) = match self.optimizer {
             OptimizerKind::Sgd => (0.0, 0.0, 0.0),
-            OptimizerKind::Momentum => (1.0, MOMENTUM as f32, 0.0),
-            OptimizerKind::Adam => (2.0, ADAM_BETAS.0, ADAM_BETAS.1),
+            OptimizerKind::Momentum => (1.0, OptimizerKind::MOMENTUM as f32, 0.0),
+            OptimizerKind::Adam => (
+                2.0,
+                OptimizerKind::ADAM_BETAS.0,
+                OptimizerKind::ADAM_BETAS.1,
+            ),
         };
         let hyper = [
             learning_rate as f32,
             kind,
             beta1,
             beta2,
-            ADAM_EPSILON,
+            OptimizerKind::ADAM_EPSILON,
             1.0 - beta1.powi(t),
             1.0 - beta2.powi(t),
             f32::from_bits(self.param_count as u32),

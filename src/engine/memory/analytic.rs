@@ -19,7 +19,6 @@ use crate::engine::config::{
 };
 use crate::engine::data::split_sizes;
 use crate::engine::models::cnn_geometry;
-use crate::engine::strategies::grad_accumulation::largest_micro_batch;
 
 const F32: u64 = 4;
 /// Token and class ids are stored as 32-bit integers on the wgpu backend.
@@ -109,7 +108,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let (width, classes, per_sample) = data_shape(config);
     let k = config.strategies.grad_accumulation.max(1) as u64;
     // With accumulation each pass sees one micro-batch; the largest sets the activations.
-    let micro = largest_micro_batch(config.batch_size, k as usize) as u64;
+    let micro = config.largest_micro_batch() as u64;
     let layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
     let precision = config.strategies.training_precision();

@@ -2,9 +2,9 @@
 
 pub mod analytic;
 pub mod budget;
+pub mod meter;
 pub mod sampler;
-pub mod suggest;
 
 pub use analytic::{LayerEstimate, MemoryPrediction, predict};
-pub use budget::{Budget, BudgetWatch, OutOfMemory};
-pub use sampler::{MemoryReading, Phase};
+pub use budget::BudgetWatch;
+pub use sampler::MemoryReading;

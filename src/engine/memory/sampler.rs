@@ -8,42 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::error::EngineError;
 
-/// The phases of a training step, in order. Names are a contract of timeline.json.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// The batch has been copied to the device.
-    Upload,
-    /// Logits and loss exist; the autodiff graph holds what backward needs.
-    Forward,
-    /// Gradients exist; the graph has been consumed.
-    Backward,
-    /// Parameters updated, gradients dropped: the state carried to the next step.
-    Optimizer,
-    /// Largest reading while evaluating the test split (outputs of an eval batch alive).
-    Eval,
-}
-
-impl Phase {
-    pub const ALL: [Phase; 5] = [
-        Self::Upload,
-        Self::Forward,
-        Self::Backward,
-        Self::Optimizer,
-        Self::Eval,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Upload => "upload",
-            Self::Forward => "forward",
-            Self::Backward => "backward",
-            Self::Optimizer => "optimizer",
-            Self::Eval => "eval",
-        }
-    }
-}
-
 /// One reading of the allocator, after a device sync.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryReading {
@@ -109,6 +73,16 @@ pub fn paged_high_water_bytes(device: &Device) -> u64 {
         .iter()
         .map(|pool| pool.pages_peak * pool.page_size)
         .sum()
+}
+
+/// Free what an earlier run on this device may have left: autodiff graphs no tensor can reach
+/// (burn sweeps them only at the end of a `backward()`, so an `autodiff` evaluation's graphs
+/// outlive it until the next training backward; a backward through a one-element tensor runs
+/// that sweep now), then the cached pages. A run then starts where a fresh process would.
+pub fn start_clean(device: &Device) -> Result<(), EngineError> {
+    let probe = burn::tensor::Tensor::<1>::zeros([1], &device.clone().autodiff()).require_grad();
+    let _ = probe.sum().backward();
+    release_cache(device)
 }
 
 /// Release cached pages so a run starts from the device's baseline.

@@ -8,7 +8,7 @@ use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor};
 
-use crate::engine::strategies::inplace_activation::Tap;
+use super::hook::LayerHook;
 
 /// Side of the input images and of the feature map after pooling.
 pub const SIDE: usize = 8;
@@ -50,14 +50,14 @@ impl Cnn {
     /// # Shapes
     /// - input: `[batch, 64]` (8x8 images, row-major)
     /// - output: `[batch, classes]`
-    pub fn forward(&self, input: Tensor<2>, tap: &mut Tap) -> Tensor<2> {
+    pub fn forward(&self, input: Tensor<2>, hook: &mut impl LayerHook) -> Tensor<2> {
         let [batch, _] = input.dims();
         let x = input.reshape([batch, 1, SIDE, SIDE]);
-        let x = tap.activate(&self.activation, self.conv1.forward(x));
-        let x = tap.activate(&self.activation, self.conv2.forward(x));
+        let x = hook.activate(&self.activation, self.conv1.forward(x));
+        let x = hook.activate(&self.activation, self.conv2.forward(x));
         let x = self.pool.forward(x);
         let x = x.flatten(1, 3);
-        let x = tap.activate(&self.activation, self.dense.forward(x));
+        let x = hook.activate(&self.activation, self.dense.forward(x));
         self.classifier.forward(x)
     }
 }

@@ -5,7 +5,7 @@ use burn::nn::activation::{Activation, ActivationConfig};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 
-use crate::engine::strategies::inplace_activation::Tap;
+use super::hook::LayerHook;
 
 #[derive(Module, Debug)]
 pub struct Mlp {
@@ -29,13 +29,13 @@ impl Mlp {
     /// # Shapes
     /// - input: `[batch, widths[0]]`
     /// - output: `[batch, classes]`
-    pub fn forward(&self, input: Tensor<2>, tap: &mut Tap) -> Tensor<2> {
+    pub fn forward(&self, input: Tensor<2>, hook: &mut impl LayerHook) -> Tensor<2> {
         let last = self.layers.len() - 1;
         let mut x = input;
         for (i, layer) in self.layers.iter().enumerate() {
             x = layer.forward(x);
             if i < last {
-                x = tap.activate(&self.activation, x);
+                x = hook.activate(&self.activation, x);
             }
         }
         x

@@ -1,6 +1,7 @@
 //! The models vramlab trains, behind one enum so the training loop is model-agnostic.
 
 mod cnn;
+mod hook;
 mod mlp;
 mod recurrent;
 mod transformer;
@@ -10,19 +11,21 @@ use burn::nn::activation::ActivationConfig;
 use burn::tensor::{Device, Tensor};
 
 pub use cnn::Cnn;
+pub use hook::{LayerHook, Plain};
 pub use mlp::Mlp;
 pub use recurrent::Recurrent;
 pub use transformer::{Transformer, TransformerSize};
 
 use super::config::{Activation, ModelKind, RunConfig};
 use super::data::{BatchInputs, Dataset};
-use super::strategies::inplace_activation::Tap;
 
 /// Side of the CNN's input images and of its feature map after pooling.
 pub fn cnn_geometry() -> (usize, usize) {
     (cnn::SIDE, cnn::POOLED)
 }
 
+// One model per run: boxing the larger variants would only add an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Model {
     Mlp(Mlp),
@@ -98,7 +101,7 @@ impl Model {
         }
     }
 
-    /// Whether the model applies its activations itself (through a [`Tap`]).
+    /// Whether the model applies its activations itself (through a [`LayerHook`]).
     pub fn has_tapped_activations(&self) -> bool {
         matches!(self, Self::Mlp(_) | Self::Cnn(_))
     }
@@ -110,11 +113,11 @@ impl Model {
 
     /// Logits for every target: `[batch * targets_per_sample, classes]`. Sequence models answer
     /// only at the query positions (the second half of the input). The MLP and the CNN apply
-    /// their activations through `tap`; the recurrent and attention layers are burn's own.
-    pub fn forward(&self, inputs: &BatchInputs, tap: &mut Tap) -> Tensor<2> {
+    /// their activations through `hook`; the recurrent and attention layers are burn's own.
+    pub fn forward(&self, inputs: &BatchInputs, hook: &mut impl LayerHook) -> Tensor<2> {
         match (self, inputs) {
-            (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone(), tap),
-            (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone(), tap),
+            (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone(), hook),
+            (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone(), hook),
             (Self::Recurrent(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
             (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
             _ => unreachable!("validation pairs every model with an input it takes"),

@@ -6,17 +6,23 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use crate::engine::config::{DataResidency, RunConfig};
 use crate::engine::data::{Batch, BatchInputs, Split};
+use crate::engine::error::EngineError;
+use crate::engine::outcome::Site;
+use crate::engine::phase::Phase;
+
+use super::{Setup, Strategy};
 
 /// A split living on the device.
-pub struct ResidentSplit {
+struct ResidentSplit {
     inputs: BatchInputs,
     /// `[len, targets_per_sample]`, so a row gather keeps each sample's targets together.
     targets: Tensor<2, Int>,
 }
 
 impl ResidentSplit {
-    pub fn upload(split: &Split, targets_per_sample: usize, device: &Device) -> Self {
+    fn upload(split: &Split, targets_per_sample: usize, device: &Device) -> Self {
         let all = split.range_batch(0, split.len, targets_per_sample, device);
         Self {
             inputs: all.inputs,
@@ -25,7 +31,7 @@ impl ResidentSplit {
     }
 
     /// The samples at `indices`, gathered on the device (only the indices travel).
-    pub fn batch(&self, indices: &[usize], device: &Device) -> Batch {
+    fn batch(&self, indices: &[usize], device: &Device) -> Batch {
         let n = indices.len();
         let ids: Vec<i64> = indices.iter().map(|&i| i as i64).collect();
         let ids = Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), device);
@@ -43,5 +49,40 @@ impl ResidentSplit {
                 .reshape([n * per_sample]),
             len: n,
         }
+    }
+}
+
+pub struct Residency {
+    on: bool,
+    split: Option<ResidentSplit>,
+}
+
+impl Residency {
+    pub fn new(config: &RunConfig) -> Self {
+        Self {
+            on: config.strategies.data_residency == DataResidency::Device,
+            split: None,
+        }
+    }
+}
+
+impl Strategy for Residency {
+    fn setup(&mut self, run: &mut Setup<'_>) -> Result<(), EngineError> {
+        if self.on {
+            let data = run.data;
+            self.split = Some(ResidentSplit::upload(
+                &data.train,
+                data.targets_per_sample,
+                run.device,
+            ));
+            run.meter.check_budget(Phase::Setup, Site::ResidentData)?;
+        }
+        Ok(())
+    }
+
+    fn batch(&self, indices: &[usize], device: &Device) -> Option<Batch> {
+        self.split
+            .as_ref()
+            .map(|split| split.batch(indices, device))
     }
 }

@@ -1,6 +1,24 @@
 //! `strategies.grad_accumulation`: a batch of `b` samples as `k` micro-batches, each one's loss
 //! scaled by its share of the batch so the summed gradients equal the whole batch's.
 
+use crate::engine::config::RunConfig;
+
+use super::Strategy;
+
+pub struct Accumulation(usize);
+
+impl Accumulation {
+    pub fn new(config: &RunConfig) -> Self {
+        Self(config.strategies.grad_accumulation)
+    }
+}
+
+impl Strategy for Accumulation {
+    fn split_batch<'a>(&self, picked: &'a [usize]) -> Option<Vec<&'a [usize]>> {
+        (self.0 > 1).then(|| micro_batches(picked, self.0))
+    }
+}
+
 /// Cut `indices` into `k` micro-batches whose sizes differ by at most one.
 pub fn micro_batches(indices: &[usize], k: usize) -> Vec<&[usize]> {
     let base = indices.len() / k;
@@ -13,16 +31,6 @@ pub fn micro_batches(indices: &[usize], k: usize) -> Vec<&[usize]> {
         start += len;
     }
     out
-}
-
-/// The size of the largest of [`micro_batches`]' parts: what one forward pass holds.
-pub fn largest_micro_batch(batch: usize, k: usize) -> usize {
-    batch.div_ceil(k)
-}
-
-/// The factor a micro-batch's mean loss is multiplied by: its share of the batch.
-pub fn loss_scale(micro_len: usize, batch_len: usize) -> f32 {
-    micro_len as f32 / batch_len as f32
 }
 
 #[cfg(test)]
@@ -38,8 +46,11 @@ mod tests {
             vec![4, 3, 3]
         );
         assert_eq!(parts.concat(), indices);
-        assert_eq!(largest_micro_batch(10, 3), 4);
-        let scales: f32 = parts.iter().map(|p| loss_scale(p.len(), 10)).sum();
-        assert!((scales - 1.0).abs() < 1e-6);
+        let mut config = RunConfig {
+            batch_size: 10,
+            ..RunConfig::default()
+        };
+        config.strategies.grad_accumulation = 3;
+        assert_eq!(config.largest_micro_batch(), 4);
     }
 }

@@ -8,12 +8,17 @@
 
 use burn::tensor::Tensor;
 
+use crate::engine::config::{LossBookkeeping, RunConfig};
+use crate::engine::outcome::Fallback;
+
+use super::{Report, Strategy};
+
 /// A leak stops growing past this many bytes, so a long run cannot exhaust the machine.
 pub const LEAK_CAP_BYTES: u64 = 256 << 20;
 
 /// What a `graph` run has kept from earlier steps.
 #[derive(Default)]
-pub struct LeakedSteps {
+struct LeakedSteps {
     tensors: Vec<Tensor<2>>,
     /// Losses, kept as tensors (the `total_loss += loss` half of the leak).
     losses: Vec<Tensor<1>>,
@@ -23,7 +28,7 @@ pub struct LeakedSteps {
 
 impl LeakedSteps {
     /// Keep one step's tensors, unless the cap has been reached. `step` is 1-based.
-    pub fn hold(&mut self, step: usize, loss: Tensor<1>, tensors: Vec<Tensor<2>>) {
+    fn hold(&mut self, step: usize, loss: Tensor<1>, tensors: Vec<Tensor<2>>) {
         if self.capped_at_step.is_some() {
             return;
         }
@@ -39,13 +44,47 @@ impl LeakedSteps {
         self.losses.push(loss);
         self.tensors.extend(tensors);
     }
+}
 
-    pub fn bytes(&self) -> u64 {
-        self.bytes
+pub struct Bookkeeping {
+    /// `None` with `scalar`.
+    leaked: Option<LeakedSteps>,
+}
+
+impl Bookkeeping {
+    pub fn new(config: &RunConfig) -> Self {
+        Self {
+            leaked: (config.strategies.loss_bookkeeping == LossBookkeeping::Graph)
+                .then(LeakedSteps::default),
+        }
+    }
+}
+
+impl Strategy for Bookkeeping {
+    fn wants_pass_outputs(&self) -> bool {
+        self.leaked.is_some()
     }
 
-    /// The step at which the cap stopped the leak, if it did.
-    pub fn capped_at_step(&self) -> Option<usize> {
-        self.capped_at_step
+    fn after_backward(&mut self, step: usize, loss: &Tensor<1>, outputs: &[Tensor<2>]) {
+        if let Some(leaked) = &mut self.leaked {
+            leaked.hold(step, loss.clone(), outputs.to_vec());
+        }
+    }
+
+    fn report(&self, report: &mut Report) {
+        let Some(leaked) = &self.leaked else {
+            return;
+        };
+        report.leaked_bytes = leaked.bytes;
+        if let Some(step) = leaked.capped_at_step {
+            report.fallbacks.push(Fallback::new(
+                "strategies.loss_bookkeeping",
+                "graph",
+                format!(
+                    "the leak stopped growing at step {step}, at the cap of {} MiB",
+                    LEAK_CAP_BYTES >> 20
+                ),
+            ));
+        }
     }
 }

@@ -12,42 +12,154 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Tensor};
 
-use crate::engine::config::MixedPrecision;
-use crate::engine::data::BatchInputs;
+use crate::engine::config::{MixedPrecision, ModelKind, RunConfig, WeightDtype};
 use crate::engine::device::AdapterInfo;
+use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
+use crate::engine::outcome::Fallback;
+
+use super::{Report, StepNotes, Strategy};
 
 /// PyTorch's GradScaler defaults.
 pub const INITIAL_SCALE: f32 = 65536.0;
 pub const GROWTH_INTERVAL: usize = 2000;
 
-/// The mode a run can honour on this adapter, and why not when it falls back.
-///
-/// `asked_as` is the setting that asked for it, as the fallback note should name it (f16
-/// weights ask for `f16_unscaled`).
-pub fn resolve(
+/// The precision a run trains in, and its loss scaler.
+pub struct Precision {
+    /// The mode in effect (`off` when the adapter cannot do what was asked).
+    mode: MixedPrecision,
+    fallback: Option<Fallback>,
+    scaler: Option<GradScaler>,
+    /// What the current step's backward used, and whether its update was skipped.
+    step: StepNotes,
+}
+
+impl Precision {
+    /// `weight_dtype` = `f16` is `model.half()`, which is what `mixed_precision` =
+    /// `f16_unscaled` does; the fallback note names the setting that asked.
+    pub fn new(config: &RunConfig, adapter: &AdapterInfo) -> Self {
+        let strategies = &config.strategies;
+        let (field, value) = match strategies.weight_dtype {
+            WeightDtype::F16 => ("strategies.weight_dtype", "f16"),
+            _ => (
+                "strategies.mixed_precision",
+                strategies.mixed_precision.name(),
+            ),
+        };
+        let (mode, fallback) = resolve(strategies.training_precision(), adapter, field, value);
+        Self {
+            mode,
+            fallback,
+            scaler: (mode == MixedPrecision::F16).then(GradScaler::default),
+            step: StepNotes::default(),
+        }
+    }
+}
+
+impl Strategy for Precision {
+    fn compute_dtype(&self) -> Option<FloatDType> {
+        (self.mode != MixedPrecision::Off).then_some(FloatDType::F16)
+    }
+
+    fn prepare_model(&mut self, model: Model) -> Model {
+        match self.mode {
+            MixedPrecision::F16Unscaled => half(model),
+            _ => model,
+        }
+    }
+
+    fn compute_model(&self, model: &Model) -> Option<Model> {
+        (self.mode == MixedPrecision::F16).then(|| compute_copy(model))
+    }
+
+    fn backward_loss(&self, loss: Tensor<1>) -> Tensor<1> {
+        match &self.scaler {
+            Some(scaler) => loss.mul_scalar(scaler.scale()),
+            None => loss,
+        }
+    }
+
+    fn gradients(
+        &mut self,
+        grads: GradientsParams,
+        model: &Model,
+    ) -> (GradientsParams, Option<Tensor<1>>) {
+        let Some(scaler) = &self.scaler else {
+            return (grads, None);
+        };
+        self.step = StepNotes {
+            loss_scale: Some(scaler.scale()),
+            skipped: false,
+        };
+        // One readback per step, as PyTorch's scaler does with its found-inf flag.
+        let (unscaled, poisoned) = scaler.unscale(grads, model);
+        (unscaled, Some(poisoned))
+    }
+
+    fn gradients_read(&mut self, value: f32) -> bool {
+        let Some(scaler) = &mut self.scaler else {
+            return true;
+        };
+        let apply = scaler.update(value.is_finite());
+        self.step.skipped = !apply;
+        apply
+    }
+
+    fn notes(&self, notes: &mut StepNotes) {
+        if self.scaler.is_some() {
+            *notes = self.step;
+        }
+    }
+
+    fn report(&self, report: &mut Report) {
+        report.fallbacks.extend(self.fallback.clone());
+        if let Some(scaler) = &self.scaler {
+            report.loss_scale = Some(scaler.scale());
+            report.skipped_steps = scaler.skipped_steps();
+        }
+    }
+}
+
+/// The mode a run can honour on this adapter, and why not when it falls back. `field` and
+/// `value` are the setting that asked, as the fallback should name it.
+fn resolve(
     asked: MixedPrecision,
-    asked_as: &str,
     adapter: &AdapterInfo,
-) -> (MixedPrecision, Option<String>) {
+    field: &str,
+    value: &str,
+) -> (MixedPrecision, Option<Fallback>) {
     if asked != MixedPrecision::Off && !adapter.shader_f16 {
         let name = if adapter.name.is_empty() {
             "(name not disclosed)"
         } else {
             adapter.name.as_str()
         };
-        let reason = format!("{asked_as}: adapter {name} has no shader-f16; ran in f32");
-        return (MixedPrecision::Off, Some(reason));
+        let reason = format!("adapter {name} has no shader-f16; ran in f32");
+        return (
+            MixedPrecision::Off,
+            Some(Fallback::new(field, value, reason)),
+        );
     }
     (asked, None)
 }
 
-/// The float type the forward pass computes in.
-pub fn compute_dtype(mode: MixedPrecision) -> Option<FloatDType> {
-    match mode {
-        MixedPrecision::Off => None,
-        MixedPrecision::F16 | MixedPrecision::F16Unscaled => Some(FloatDType::F16),
+/// burn's GRU and LSTM build their hidden-state buffers in the default float type (f32)
+/// inside their forward pass, which cannot mix with f16 activations.
+pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
+    let precision = config.strategies.mixed_precision;
+    let kind = config.model.kind;
+    if precision != MixedPrecision::Off && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
+        return Err(ConfigError::invalid(
+            "strategies.mixed_precision",
+            format!(
+                "{} is not available for model.kind = {} (burn's recurrent cells keep f32 state); \
+                 models for it: mlp, cnn, transformer; or use off",
+                precision.name(),
+                kind.name()
+            ),
+        ));
     }
+    Ok(())
 }
 
 /// Casts every float parameter. `as_leaf` makes the result a new trainable leaf (`model.half()`);
@@ -77,7 +189,7 @@ impl ModuleMapper for CastParams {
 }
 
 /// The f16 copy a forward pass runs on. Built per pass: backward consumes the casts' graph.
-pub fn compute_copy(model: &Model) -> Model {
+fn compute_copy(model: &Model) -> Model {
     model.clone().map(&mut CastParams {
         dtype: FloatDType::F16,
         as_leaf: false,
@@ -85,19 +197,11 @@ pub fn compute_copy(model: &Model) -> Model {
 }
 
 /// `model.half()`: the model's parameters become f16 for good.
-pub fn half(model: Model) -> Model {
+fn half(model: Model) -> Model {
     model.map(&mut CastParams {
         dtype: FloatDType::F16,
         as_leaf: true,
     })
-}
-
-/// Float inputs in the compute type; token ids are left alone.
-pub fn cast_inputs(inputs: &BatchInputs, dtype: Option<FloatDType>) -> BatchInputs {
-    match (inputs, dtype) {
-        (BatchInputs::Floats(x), Some(dtype)) => BatchInputs::Floats(x.clone().cast(dtype)),
-        _ => inputs.clone(),
-    }
 }
 
 /// A dynamic loss scale: halved (and the step skipped) when a gradient is inf or NaN, doubled
@@ -191,11 +295,14 @@ mod tests {
             shader_f16: false,
             max_buffer_size: 1 << 30,
         };
-        let (mode, reason) = resolve(MixedPrecision::F16, "mixed_precision f16", &adapter);
+        let field = "strategies.mixed_precision";
+        let (mode, fallback) = resolve(MixedPrecision::F16, &adapter, field, "f16");
         assert_eq!(mode, MixedPrecision::Off);
-        assert!(reason.unwrap().contains("no shader-f16"));
+        let fallback = fallback.unwrap().to_string();
+        assert!(fallback.starts_with("mixed_precision f16: "), "{fallback}");
+        assert!(fallback.contains("no shader-f16"), "{fallback}");
         assert_eq!(
-            resolve(MixedPrecision::Off, "mixed_precision off", &adapter),
+            resolve(MixedPrecision::Off, &adapter, field, "off"),
             (MixedPrecision::Off, None)
         );
     }

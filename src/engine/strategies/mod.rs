@@ -1,11 +1,286 @@
-//! The memory-saving strategies, one file per config field of `strategies`.
+//! The memory-saving strategies, one file per config field of `strategies`. Each file owns the
+//! strategy's state, its effect on a run, what it refuses (its config checks) and what it
+//! reports. The training loop calls them through [`Strategy`] at fixed points of a run and
+//! holds none of their state.
+//!
+//! Adding a strategy: its config field, a file here implementing [`Strategy`] at the points it
+//! acts, one line in [`Hooks::new`], its entry in [`catalog`], and its tests.
 
+pub mod catalog;
 pub mod checkpointing;
 pub mod data_residency;
 pub mod eval_mode;
 pub mod free_cache;
 pub mod grad_accumulation;
 pub mod inplace_activation;
+pub mod kernels;
 pub mod loss_bookkeeping;
+pub mod memory_pool;
 pub mod mixed_precision;
 pub mod weight_dtype;
+
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, FloatDType, Tensor};
+
+use crate::engine::config::RunConfig;
+use crate::engine::data::{Batch, Dataset};
+use crate::engine::device::Gpu;
+use crate::engine::error::{ConfigError, EngineError};
+use crate::engine::memory::meter::Meter;
+use crate::engine::models::Model;
+use crate::engine::outcome::Fallback;
+
+/// What a strategy can see once the run's parameters exist.
+pub struct Setup<'a> {
+    pub data: &'a Dataset,
+    /// The device the model trains on.
+    pub device: &'a Device,
+    pub meter: &'a mut Meter,
+}
+
+/// What a strategy reports at the end of a run (the summary's strategy fields).
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub fallbacks: Vec<Fallback>,
+    pub loss_scale: Option<f32>,
+    pub skipped_steps: usize,
+    pub leaked_bytes: u64,
+    pub eval_weight_bytes: Option<u64>,
+}
+
+/// What a step's record gains from the strategies.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StepNotes {
+    pub loss_scale: Option<f32>,
+    pub skipped: bool,
+}
+
+/// The points of a run where a strategy may act. Every method has a default that does
+/// nothing, so a strategy implements only the points it needs.
+pub trait Strategy {
+    /// The device the model trains on.
+    fn training_device(&self, device: Device) -> Device {
+        device
+    }
+    /// The float type forward passes compute in, when not the parameters' own.
+    fn compute_dtype(&self) -> Option<FloatDType> {
+        None
+    }
+    /// The model as built, before its parameters exist on the device.
+    fn prepare_model(&mut self, model: Model) -> Model {
+        model
+    }
+    /// Once the parameters exist: whatever the strategy keeps for the whole run.
+    fn setup(&mut self, _run: &mut Setup<'_>) -> Result<(), EngineError> {
+        Ok(())
+    }
+    /// The model a forward pass runs, when it is not the trained one itself.
+    fn compute_model(&self, _model: &Model) -> Option<Model> {
+        None
+    }
+    /// A training batch from somewhere other than host memory.
+    fn batch(&self, _indices: &[usize], _device: &Device) -> Option<Batch> {
+        None
+    }
+    /// The forward passes a training batch is cut into, when more than one.
+    fn split_batch<'a>(&self, _picked: &'a [usize]) -> Option<Vec<&'a [usize]>> {
+        None
+    }
+    /// Keep each activation's input alive until its output exists.
+    fn keeps_activation_inputs(&self) -> bool {
+        false
+    }
+    /// Wants each training pass's activated layer outputs (flattened to `[batch, -1]`) and
+    /// logits handed to [`Self::after_backward`].
+    fn wants_pass_outputs(&self) -> bool {
+        false
+    }
+    /// A training pass's backward is done: its loss (not detached) and, when asked for, its
+    /// layer outputs and logits. `step` is 1-based.
+    fn after_backward(&mut self, _step: usize, _loss: &Tensor<1>, _outputs: &[Tensor<2>]) {}
+    /// The loss backward runs from.
+    fn backward_loss(&self, loss: Tensor<1>) -> Tensor<1> {
+        loss
+    }
+    /// After backward: the gradients the optimizer will see, and optionally one value for the
+    /// loop to read back (the only readback a strategy may ask for inside a step).
+    fn gradients(
+        &mut self,
+        grads: GradientsParams,
+        _model: &Model,
+    ) -> (GradientsParams, Option<Tensor<1>>) {
+        (grads, None)
+    }
+    /// The value asked for by [`Self::gradients`]; whether the optimizer step may go ahead.
+    fn gradients_read(&mut self, _value: f32) -> bool {
+        true
+    }
+    /// What this step's record should say about the strategy.
+    fn notes(&self, _notes: &mut StepNotes) {}
+    /// The end of a step, after the optimizer. `last_of_epoch`: the next batch reshuffles.
+    fn end_of_step(&mut self, _meter: &mut Meter, _last_of_epoch: bool) -> Result<(), EngineError> {
+        Ok(())
+    }
+    /// The model and device evaluation runs on, when not the no-grad copy on the inner device.
+    fn eval_model(&self, _model: &Model, _training: &Device) -> Option<(Model, Device)> {
+        None
+    }
+    /// The evaluation model after the strategy's change, measured with `meter`.
+    fn prepare_eval(&mut self, model: Model, _meter: &mut Meter) -> Result<Model, EngineError> {
+        Ok(model)
+    }
+    /// What the strategy reports in the run's summary.
+    fn report(&self, _report: &mut Report) {}
+}
+
+/// The strategies of one run, in the order their hooks run.
+pub struct Hooks {
+    list: Vec<Box<dyn Strategy>>,
+    /// Which strategies asked for a readback in [`Hooks::gradients`], in order.
+    asked: Vec<usize>,
+}
+
+impl Hooks {
+    pub fn new(config: &RunConfig, gpu: &Gpu) -> Self {
+        let list: Vec<Box<dyn Strategy>> = vec![
+            Box::new(checkpointing::Checkpointing::new(config)),
+            Box::new(mixed_precision::Precision::new(config, &gpu.adapter)),
+            Box::new(memory_pool::Pools::new(config, gpu.memory_pool)),
+            Box::new(data_residency::Residency::new(config)),
+            Box::new(grad_accumulation::Accumulation::new(config)),
+            Box::new(inplace_activation::InPlace::new(config)),
+            Box::new(loss_bookkeeping::Bookkeeping::new(config)),
+            Box::new(free_cache::FreeCache::new(config)),
+            Box::new(eval_mode::EvalMode::new(config)),
+            Box::new(weight_dtype::Int8Eval::new(config)),
+        ];
+        Self {
+            list,
+            asked: Vec::new(),
+        }
+    }
+
+    pub fn training_device(&self, device: Device) -> Device {
+        self.list
+            .iter()
+            .fold(device, |device, s| s.training_device(device))
+    }
+
+    pub fn compute_dtype(&self) -> Option<FloatDType> {
+        self.list.iter().find_map(|s| s.compute_dtype())
+    }
+
+    pub fn prepare_model(&mut self, model: Model) -> Model {
+        self.list
+            .iter_mut()
+            .fold(model, |model, s| s.prepare_model(model))
+    }
+
+    pub fn setup(&mut self, run: &mut Setup<'_>) -> Result<(), EngineError> {
+        self.list.iter_mut().try_for_each(|s| s.setup(run))
+    }
+
+    pub fn compute_model(&self, model: &Model) -> Option<Model> {
+        self.list.iter().find_map(|s| s.compute_model(model))
+    }
+
+    pub fn batch(&self, indices: &[usize], device: &Device) -> Option<Batch> {
+        self.list.iter().find_map(|s| s.batch(indices, device))
+    }
+
+    /// The forward passes of one training batch (one, unless a strategy cuts it).
+    pub fn split_batch<'a>(&self, picked: &'a [usize]) -> Vec<&'a [usize]> {
+        self.list
+            .iter()
+            .find_map(|s| s.split_batch(picked))
+            .unwrap_or_else(|| vec![picked])
+    }
+
+    pub fn keeps_activation_inputs(&self) -> bool {
+        self.list.iter().any(|s| s.keeps_activation_inputs())
+    }
+
+    pub fn wants_pass_outputs(&self) -> bool {
+        self.list.iter().any(|s| s.wants_pass_outputs())
+    }
+
+    pub fn after_backward(&mut self, step: usize, loss: &Tensor<1>, outputs: &[Tensor<2>]) {
+        for s in &mut self.list {
+            s.after_backward(step, loss, outputs);
+        }
+    }
+
+    pub fn backward_loss(&self, loss: Tensor<1>) -> Tensor<1> {
+        self.list.iter().fold(loss, |loss, s| s.backward_loss(loss))
+    }
+
+    /// The gradients after every strategy's change, and the values they ask to read back.
+    pub fn gradients(
+        &mut self,
+        mut grads: GradientsParams,
+        model: &Model,
+    ) -> (GradientsParams, Vec<Tensor<1>>) {
+        self.asked.clear();
+        let mut reads = Vec::new();
+        for (i, s) in self.list.iter_mut().enumerate() {
+            let (next, read) = s.gradients(grads, model);
+            grads = next;
+            if let Some(read) = read {
+                self.asked.push(i);
+                reads.push(read);
+            }
+        }
+        (grads, reads)
+    }
+
+    /// The values read back for [`Hooks::gradients`], in its order; whether to step.
+    pub fn gradients_read(&mut self, values: &[f32]) -> bool {
+        let asked = std::mem::take(&mut self.asked);
+        asked.into_iter().zip(values).fold(true, |go, (i, &value)| {
+            self.list[i].gradients_read(value) && go
+        })
+    }
+
+    pub fn notes(&self) -> StepNotes {
+        let mut notes = StepNotes::default();
+        for s in &self.list {
+            s.notes(&mut notes);
+        }
+        notes
+    }
+
+    pub fn end_of_step(
+        &mut self,
+        meter: &mut Meter,
+        last_of_epoch: bool,
+    ) -> Result<(), EngineError> {
+        self.list
+            .iter_mut()
+            .try_for_each(|s| s.end_of_step(meter, last_of_epoch))
+    }
+
+    pub fn eval_model(&self, model: &Model, training: &Device) -> Option<(Model, Device)> {
+        self.list.iter().find_map(|s| s.eval_model(model, training))
+    }
+
+    pub fn prepare_eval(&mut self, model: Model, meter: &mut Meter) -> Result<Model, EngineError> {
+        self.list
+            .iter_mut()
+            .try_fold(model, |model, s| s.prepare_eval(model, meter))
+    }
+
+    pub fn report(&self) -> Report {
+        let mut report = Report::default();
+        for s in &self.list {
+            s.report(&mut report);
+        }
+        report
+    }
+}
+
+/// What each strategy refuses to run with, naming the field; `validate` calls this last.
+pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
+    kernels::check(config)?;
+    weight_dtype::check(config)?;
+    mixed_precision::check(config)
+}

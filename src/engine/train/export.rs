@@ -2,7 +2,7 @@
 //! every phase. The CLI writes it as timeline.csv (through the csv crate) and the page offers it
 //! for download, so both give the same columns.
 
-use crate::engine::memory::Phase;
+use crate::engine::phase::Phase;
 
 use super::records::Timeline;
 

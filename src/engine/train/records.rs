@@ -7,7 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{MemorySampling, RunConfig, Strategies};
 use crate::engine::device::AdapterInfo;
-use crate::engine::memory::{MemoryPrediction, MemoryReading, Phase};
+use crate::engine::memory::{MemoryPrediction, MemoryReading};
+use crate::engine::outcome::Fallback;
+use crate::engine::phase::Phase;
+use crate::engine::strategies::Report;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StepRecord {
@@ -117,8 +120,8 @@ pub struct Summary {
     pub peak_is: String,
     /// The strategies the run had on, as configured.
     pub strategies: Strategies,
-    /// Why a configured strategy could not run as asked, in words (empty when all did).
-    pub fallbacks: Vec<String>,
+    /// Each configured strategy that could not run as asked, and why (empty when all did).
+    pub fallbacks: Vec<Fallback>,
     /// The loss scaler's scale at the end (`mixed_precision` = `f16` only).
     pub loss_scale: Option<f32>,
     /// Steps the loss scaler skipped because a gradient was inf or NaN.
@@ -137,28 +140,24 @@ pub struct Summary {
     pub eval_weight_bytes: Option<u64>,
 }
 
-/// What the strategies themselves report at the end of a run.
-#[derive(Clone, Debug, Default)]
-pub struct StrategyOutcome {
-    pub fallbacks: Vec<String>,
-    pub loss_scale: Option<f32>,
-    pub skipped_steps: usize,
-    pub leaked_bytes: u64,
+/// What the run measured besides its steps, and what the strategies report.
+pub(crate) struct Measured {
+    pub report: Report,
     pub activation_layers_in_use: Vec<u64>,
     pub weight_bytes: u64,
-    pub eval_weight_bytes: Option<u64>,
+    /// In use when the run started.
+    pub baseline: MemoryReading,
+    pub paged_high_water_bytes: u64,
 }
 
 impl Summary {
-    pub fn build(
+    pub(crate) fn build(
         config: &RunConfig,
         adapter: &AdapterInfo,
         prediction: &MemoryPrediction,
-        baseline: MemoryReading,
-        paged_high_water_bytes: u64,
         steps: &[StepRecord],
         evals: &[EvalRecord],
-        outcome: StrategyOutcome,
+        measured: Measured,
     ) -> Self {
         let mut by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
         let mut peak = MemoryReading::default();
@@ -193,8 +192,8 @@ impl Summary {
             peak_reserved_bytes: peak.reserved_bytes,
             peak_padding_bytes: peak.padding_bytes,
             unused_reserved_fraction,
-            paged_high_water_bytes,
-            baseline_in_use_bytes: baseline.in_use_bytes,
+            paged_high_water_bytes: measured.paged_high_water_bytes,
+            baseline_in_use_bytes: measured.baseline.in_use_bytes,
             peak_in_use_by_phase: by_phase,
             predicted_peak_bytes: prediction.peak,
             predicted: PredictedBytes {
@@ -212,13 +211,13 @@ impl Summary {
             }
             .into(),
             strategies: config.strategies.clone(),
-            fallbacks: outcome.fallbacks,
-            loss_scale: outcome.loss_scale,
-            skipped_steps: outcome.skipped_steps,
-            leaked_bytes: outcome.leaked_bytes,
-            activation_layers_in_use: outcome.activation_layers_in_use,
-            weight_bytes: outcome.weight_bytes,
-            eval_weight_bytes: outcome.eval_weight_bytes,
+            fallbacks: measured.report.fallbacks,
+            loss_scale: measured.report.loss_scale,
+            skipped_steps: measured.report.skipped_steps,
+            leaked_bytes: measured.report.leaked_bytes,
+            activation_layers_in_use: measured.activation_layers_in_use,
+            weight_bytes: measured.weight_bytes,
+            eval_weight_bytes: measured.report.eval_weight_bytes,
         }
     }
 }

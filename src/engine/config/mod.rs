@@ -1,13 +1,16 @@
-//! The experiment configuration: one serde struct that the CLI, the presets and (later) the
-//! page's URL state all read and write.
+//! The experiment configuration: one serde struct that the CLI, the presets and the page's URL
+//! state all read and write. Plain data: nothing here touches the GPU.
 //!
 //! Field names are a contract: `--set model.hidden=[128,128]`, the JSON files and the URL use them.
-//! Every field has a default so a partial JSON file is a complete config; validation then checks
-//! each field against its allowed range and names the field when it refuses one.
+//! Every field has a default so a partial JSON file is a complete config; validation
+//! (`engine::validate`) then checks each field against its allowed range and names the field
+//! when it refuses one.
+
+mod budget;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::memory::Budget;
+pub use budget::{BUDGET_FORMS, Budget};
 
 use super::error::ConfigError;
 
@@ -51,7 +54,7 @@ pub struct RunConfig {
     /// When to read the allocator: after every phase (exact per-phase picture, breaks fusion
     /// across phases) or once per step (cheap).
     pub memory_sampling: MemorySampling,
-    /// The memory-saving strategies; each later feature adds its field here.
+    /// The memory-saving strategies, one field each.
     pub strategies: Strategies,
     /// Run as if the GPU had only this much memory: bytes, or a share of the adapter's limit.
     /// Written out as `null` when unset, so `--set budget=...` finds the field.
@@ -254,6 +257,20 @@ pub enum OptimizerKind {
 }
 
 impl OptimizerKind {
+    /// Momentum's coefficient, as PyTorch's users set it (burn's path and the fused kernels).
+    pub const MOMENTUM: f64 = 0.9;
+    /// Adam's betas (burn's and PyTorch's defaults) and epsilon.
+    pub const ADAM_BETAS: (f32, f32) = (0.9, 0.999);
+    pub const ADAM_EPSILON: f32 = 1e-8;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sgd => "sgd",
+            Self::Momentum => "momentum",
+            Self::Adam => "adam",
+        }
+    }
+
     /// How many parameter-sized state tensors the optimizer keeps.
     pub fn state_copies(self) -> u64 {
         match self {
@@ -475,8 +492,10 @@ impl RunConfig {
         serde_json::to_string_pretty(self).expect("a RunConfig always serializes")
     }
 
-    /// Check every field against its allowed range; the first bad field is reported.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        super::validate::validate(self)
+    /// Samples in the largest forward pass of a training step: the batch, or with gradient
+    /// accumulation its largest micro-batch.
+    pub fn largest_micro_batch(&self) -> usize {
+        self.batch_size
+            .div_ceil(self.strategies.grad_accumulation.max(1))
     }
 }

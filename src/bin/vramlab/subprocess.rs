@@ -1,0 +1,62 @@
+//! A training run as its own `vramlab train --json` process, for `find-batch` and `claims`:
+//! cubecl fixes a device's pools when it starts, and burn's fusion and cubecl's pools behave
+//! differently on a process's first sight of a shape than on a later one, so a run that must
+//! show what a user's `vramlab train` would see gets a fresh process.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use vramlab::engine::RunConfig;
+use vramlab::engine::outcome::OutOfMemory;
+use vramlab::engine::train::Summary;
+
+use crate::exit;
+
+/// What `train --json` prints on stdout when the run ran out of memory.
+#[derive(Serialize, Deserialize)]
+pub struct OutOfMemoryReport {
+    pub out_of_memory: OutOfMemory,
+}
+
+/// How a run in its own process ended.
+pub enum Trained {
+    Fit(Box<Summary>),
+    OutOfMemory(Box<OutOfMemory>),
+}
+
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// Train `config` in a new process of this binary.
+pub fn train(config: &RunConfig) -> anyhow::Result<Trained> {
+    let path = std::env::temp_dir().join(format!(
+        "vramlab-run-{}-{}.json",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, serde_json::to_string(config)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let exe = std::env::current_exe().context("finding the vramlab binary")?;
+    let out = Command::new(exe)
+        .args(["train", "--json", "--config"])
+        .arg(&path)
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let out = out.context("running vramlab train")?;
+    match out.status.code() {
+        Some(exit::OK) => Ok(Trained::Fit(
+            serde_json::from_slice(&out.stdout).context("reading the run's JSON summary")?,
+        )),
+        Some(code) if code == i32::from(exit::OUT_OF_MEMORY) => {
+            let report: OutOfMemoryReport = serde_json::from_slice(&out.stdout)
+                .context("reading the run's out-of-memory report")?;
+            Ok(Trained::OutOfMemory(Box::new(report.out_of_memory)))
+        }
+        _ => anyhow::bail!(
+            "vramlab train {}: {}",
+            config.name,
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}

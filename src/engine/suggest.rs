@@ -1,0 +1,121 @@
+//! What to switch on to fit a budget, by the analytic model: each single change a user could
+//! make, kept when its predicted peak is within the budget. Estimates, and said to be.
+
+use crate::engine::config::{
+    Checkpointing, DataResidency, EvalMode, LossBookkeeping, MemoryPool, MixedPrecision, RunConfig,
+};
+use crate::engine::device::Gpu;
+use crate::engine::error::EngineError;
+use crate::engine::memory::predict;
+use crate::engine::outcome::Suggestion;
+use crate::engine::overrides::apply_override;
+
+/// Give an out-of-memory error its step (`None` while setting up) and what would fit; other
+/// errors pass as they are.
+pub fn explain(
+    err: EngineError,
+    step: Option<usize>,
+    config: &RunConfig,
+    gpu: &Gpu,
+) -> EngineError {
+    let EngineError::OutOfMemory(mut oom) = err else {
+        return err;
+    };
+    oom.step = step;
+    let failure = Failure {
+        budget_bytes: oom.budget_bytes,
+        needed_at_least: oom.needed_bytes(),
+        live_bytes_fit: oom.live_bytes_fit(),
+        shader_f16: gpu.adapter.shader_f16,
+        device_pool: gpu.memory_pool,
+    };
+    (oom.suggestions, oom.estimated_parameter_bytes) = what_fits(config, &failure);
+    EngineError::OutOfMemory(oom)
+}
+
+/// One change, as the field and value a config file or override names.
+fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String)> {
+    let strategies = &config.strategies;
+    let mut changes = Vec::new();
+    if strategies.loss_bookkeeping == LossBookkeeping::Graph {
+        changes.push(("strategies.loss_bookkeeping", "scalar".to_string()));
+    }
+    if strategies.eval_mode == EvalMode::Autodiff {
+        changes.push(("strategies.eval_mode", "no_grad".into()));
+    }
+    if strategies.data_residency == DataResidency::Device {
+        changes.push(("strategies.data_residency", "host".into()));
+    }
+    if strategies.checkpointing == Checkpointing::None {
+        changes.push(("strategies.checkpointing", "balanced".into()));
+    }
+    if strategies.mixed_precision == MixedPrecision::Off && shader_f16 {
+        changes.push(("strategies.mixed_precision", "f16".into()));
+    }
+    for factor in [2, 4, 8, 16, 32] {
+        let k = strategies.grad_accumulation * factor;
+        changes.push(("strategies.grad_accumulation", k.to_string()));
+    }
+    for divisor in [2, 4, 8, 16] {
+        let batch = config.eval_batch_size / divisor;
+        changes.push(("eval_batch_size", batch.to_string()));
+    }
+    for divisor in [2, 4, 8, 16, 32] {
+        changes.push(("batch_size", (config.batch_size / divisor).to_string()));
+    }
+    changes
+}
+
+/// What the failed run and its device tell the suggestions.
+pub struct Failure {
+    pub budget_bytes: u64,
+    /// What the run was seen to need at the failing check.
+    pub needed_at_least: u64,
+    pub live_bytes_fit: bool,
+    pub shader_f16: bool,
+    /// The pools the device runs with (fixed when it started).
+    pub device_pool: MemoryPool,
+}
+
+/// Changes whose predicted peak fits the budget, in the order a user would try them: the ones
+/// that keep the training the same first, smaller batches last. Each field appears once, at the
+/// mildest value that fits.
+///
+/// When the live bytes fit and only the pool's pages did not, exclusive pages come first: they
+/// are sized to each allocation.
+///
+/// When what the failed run needed is above the config's own estimate, every estimate is scaled
+/// up by the same factor, so a change is only offered if it fits with the model's error
+/// corrected. Also returns the parameters' bytes, calibrated the same way.
+pub fn what_fits(config: &RunConfig, failure: &Failure) -> (Vec<Suggestion>, u64) {
+    let own = predict(config);
+    let calibration = (failure.needed_at_least as f64 / own.peak.max(1) as f64).max(1.0);
+    let mut fits = Vec::new();
+    if failure.live_bytes_fit && failure.device_pool == MemoryPool::Subslices {
+        fits.push(Suggestion {
+            field: "strategies.memory_pool".into(),
+            value: "exclusive".into(),
+            estimated_peak_bytes: None,
+        });
+    }
+    for (field, value) in candidates(config, failure.shader_f16) {
+        if fits.iter().any(|s: &Suggestion| s.field == field) {
+            continue;
+        }
+        let Ok(changed) = apply_override(config, &format!("{field}={value}")) else {
+            continue;
+        };
+        if changed.validate().is_err() {
+            continue;
+        }
+        let peak = predict(&changed).peak as f64 * calibration;
+        if peak <= failure.budget_bytes as f64 {
+            fits.push(Suggestion {
+                field: field.to_string(),
+                value,
+                estimated_peak_bytes: Some(peak as u64),
+            });
+        }
+    }
+    (fits, (own.params as f64 * calibration) as u64)
+}
