@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 
+use burn::cubecl::client::Client;
 use burn::tensor::wgpu::{MemoryConfiguration, wgpu};
 use burn::tensor::{Device, FloatDType};
 use serde::{Deserialize, Serialize};
@@ -129,4 +130,19 @@ async fn start(pool: MemoryPool) -> Result<Gpu, EngineError> {
         memory_pool: pool,
     };
     Ok(GPU.get_or_init(|| gpu).clone())
+}
+
+/// The cubecl client behind a burn device: what vramlab's own kernels allocate through and the
+/// launch observer reads from, the same pools burn's tensors use. `None` for a device that is
+/// not cubecl's.
+pub fn cube_client(device: &Device) -> Option<Client> {
+    fn client(device: &burn_dispatch::DispatchDevice) -> Option<Client> {
+        match device {
+            burn_dispatch::DispatchDevice::Cube(cube) => Some(cube.client()),
+            burn_dispatch::DispatchDevice::Autodiff(inner) => client(&inner.clone().inner()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+    client(device.as_dispatch())
 }

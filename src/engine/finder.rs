@@ -74,11 +74,12 @@ impl Method {
 pub struct Trial {
     pub batch: usize,
     pub fits: bool,
-    /// Peak in use of the trial (up to the out-of-memory point when it did not fit).
+    /// The trial's high-water mark of bytes in use (up to the out-of-memory point when it did
+    /// not fit).
     pub peak_in_use_bytes: u64,
     pub peak_reserved_bytes: u64,
-    /// Where it ran out, when it did.
-    pub out_of_memory: Option<String>,
+    /// Where it ran out, and what the analytic model said would fit, when it did.
+    pub out_of_memory: Option<Box<OutOfMemory>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -105,7 +106,8 @@ pub struct Question<'a> {
     pub max_trials: Option<usize>,
 }
 
-/// A trial's result: the peaks (in use, reserved) of a run that fit, or where it ran out.
+/// A trial's result: the high-water marks (in use, reserved) of a run that fit, or where it ran
+/// out.
 pub type TrialResult = Result<(u64, u64), Box<OutOfMemory>>;
 
 /// Runs one trial: a short training run of `config`, whose budget is set.
@@ -137,8 +139,8 @@ impl TrialRunner for InProcess<'_> {
         .await;
         match outcome {
             Ok(timeline) => Ok(Ok((
-                timeline.summary.peak_in_use_bytes,
-                timeline.summary.peak_reserved_bytes,
+                timeline.summary.high_water_in_use_bytes,
+                timeline.summary.high_water_reserved_bytes,
             ))),
             Err(EngineError::OutOfMemory(oom)) => Ok(Err(oom)),
             Err(other) => Err(other),
@@ -242,7 +244,7 @@ impl<R: TrialRunner> Trials<'_, '_, R> {
                 fits: false,
                 peak_in_use_bytes: oom.in_use_bytes + oom.asked_bytes,
                 peak_reserved_bytes: oom.reserved_bytes,
-                out_of_memory: Some(oom.headline()),
+                out_of_memory: Some(oom),
             },
         };
         (self.on_trial)(&trial);
@@ -346,7 +348,8 @@ pub async fn find<R: TrialRunner>(
     };
     if max_batch == Some(hi) {
         notes.push(format!(
-            "the training split has {} samples: no larger batch was tried, the budget may hold more",
+            "the training split has {} samples: no larger batch was tried, the budget may hold \
+             more",
             split_sizes(&question.config.data).0
         ));
     }
@@ -484,4 +487,14 @@ async fn bisect<R: TrialRunner>(
         }
     }
     Ok(Some(good))
+}
+
+impl Search {
+    /// When no batch fit: the smallest batch tried, and where it ran out.
+    pub fn smallest_failure(&self) -> Option<(usize, &OutOfMemory)> {
+        self.trials_log
+            .iter()
+            .filter_map(|t| t.out_of_memory.as_deref().map(|oom| (t.batch, oom)))
+            .min_by_key(|(batch, _)| *batch)
+    }
 }

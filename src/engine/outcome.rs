@@ -63,8 +63,12 @@ pub struct OutOfMemory {
     /// The step (1-based) that failed; `None` while the run was being set up.
     pub step: Option<usize>,
     pub phase: Phase,
-    /// The tensor or layer allocated just before the check that failed.
+    /// The check point that found it: the tensor or layer allocated just before.
     pub site: Site,
+    /// When bytes in use passed the budget between two check points: the kernel at whose launch
+    /// they peaked (the temporary's owner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     /// Bytes allocated since the previous check (the allocation that did not fit, with any made
     /// since the check before it).
     pub asked_bytes: u64,
@@ -99,9 +103,13 @@ impl OutOfMemory {
             Some(step) => format!("out of memory at step {step}, {}", self.phase.name()),
             None => "out of memory while setting up the run".to_string(),
         };
+        let site = match &self.kernel {
+            Some(kernel) => format!("{}, in use peaking at kernel {kernel}", self.site),
+            None => self.site.to_string(),
+        };
         line.push_str(&format!(
-            " ({}): asked {:.3} MiB with {:.3} MiB in use (the pool kept {:.3} MiB); budget {:.3} MiB",
-            self.site,
+            " ({site}): asked {:.3} MiB with {:.3} MiB in use (the pool kept {:.3} MiB); \
+             budget {:.3} MiB",
             mib(self.asked_bytes),
             mib(self.in_use_bytes),
             mib(self.reserved_bytes),

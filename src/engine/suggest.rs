@@ -37,7 +37,7 @@ pub fn explain(
 fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String)> {
     let strategies = &config.strategies;
     let mut changes = Vec::new();
-    if strategies.loss_bookkeeping == LossBookkeeping::Graph {
+    if strategies.loss_bookkeeping != LossBookkeeping::Scalar {
         changes.push(("strategies.loss_bookkeeping", "scalar".to_string()));
     }
     if strategies.eval_mode == EvalMode::Autodiff {

@@ -32,6 +32,7 @@ page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 
 const points = (id) => page.$eval(`#${id} svg`, (svg) => Number(svg.dataset.points));
 const peakMiB = async () => Number((await page.textContent('#peak-in-use')).split(' ')[0]);
+const trainingMiB = async () => Number((await page.textContent('#training-high-water')).split(' ')[0]);
 async function trainToEnd(label) {
   const started = Date.now();
   // The DOM click: Playwright's own would wait for the page to settle, and the first step of a
@@ -64,7 +65,7 @@ const tasks = await page.evaluate(() => window.longTasks);
 console.log(`     long tasks while training: ${tasks.length}, longest ${Math.max(0, ...tasks).toFixed(0)} ms`);
 check(await points('memory-chart') >= 12, 'memory chart filled (in use and reserved per step)');
 check(await points('loss-chart') >= 6, 'loss chart filled');
-const off = await peakMiB();
+const off = await trainingMiB();
 const dots = await page.$$eval('#scatter circle', (c) => c.length);
 const cells = await page.$$eval('#scatter rect', (r) => r.length);
 check(dots > 100, `data preview shows the spiral (${dots} points)`);
@@ -77,12 +78,15 @@ await page.fill('input[name="strategies.grad_accumulation"]', '4');
 await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
 check(page.url().includes('strategies.grad_accumulation=4'), 'the URL carries the strategy');
 await trainToEnd('with grad_accumulation=4');
-const on = await peakMiB();
-console.log(`     peak in use: ${off} MiB -> ${on} MiB with grad_accumulation=4`);
+const on = await trainingMiB();
+console.log(`     high-water in use of the training steps: ${off} MiB -> ${on} MiB with grad_accumulation=4`);
 check(on < 0.7 * off, 'the measured peak falls with gradient accumulation');
 const ab = await page.$$eval('#comparison tr', (rows) => rows.map((r) => r.textContent));
 console.log(`     A/B table: ${JSON.stringify(ab.slice(1, 3))}`);
-check(ab.some((r) => r.startsWith('peak in use') && /0\.\d+x$/.test(r)), 'A/B table shows the pinned run and the ratio');
+check(ab.some((r) => r.startsWith('high-water in use: training') && /0\.\d+x$/.test(r)), 'A/B table shows the pinned run and the ratio');
+const timing = await page.$$eval('#comparison tr', (rows) => rows.map((r) => r.textContent).find((t) => t.startsWith('ms/step completed')));
+console.log(`     A/B timing row: ${timing}`);
+check(timing !== undefined, 'the A/B table times completed steps, labelled as such');
 await page.screenshot({ path: path.join(shots, '2-grad-accumulation.png'), fullPage: true });
 
 // Export the run as JSON, reset, import it back: the same figures return.
@@ -92,7 +96,7 @@ await download.saveAs(exported);
 await page.$eval('#reset', (b) => b.click());
 await page.setInputFiles('#import-json', exported);
 await page.waitForSelector('#peak-in-use', { timeout: 30_000 });
-check(await peakMiB() === on && await points('memory-chart') > 0, `exported run imported back (peak ${await peakMiB()} MiB)`);
+check(await trainingMiB() === on && await points('memory-chart') > 0, `exported run imported back (training high-water ${await trainingMiB()} MiB)`);
 await page.setInputFiles('#import-json', { name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from('{"steps": 3}') });
 await page.waitForSelector('#run-error', { timeout: 30_000 });
 check((await page.textContent('#run-error')).includes('not a vramlab run export'), 'a bad import says so');

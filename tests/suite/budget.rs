@@ -66,6 +66,7 @@ fn a_run_within_its_budget_trains_and_never_passes_it() {
     );
     assert_eq!(timeline.steps.len(), 4);
     assert!(timeline.summary.peak_reserved_bytes <= budget);
+    assert!(timeline.summary.high_water_in_use_bytes <= budget);
     // The checks sync the device more often, which can move fusion's boundaries by a few
     // bytes, never more.
     let (with, without) = (

@@ -180,10 +180,10 @@ fn the_memory_pool_changes_reserved_memory_not_bytes_in_use() {
 }
 
 #[test]
-fn out_of_memory_exits_3_naming_the_layer_and_what_would_fit() {
+fn out_of_memory_exits_3_naming_the_phase_the_kernel_and_what_would_fit() {
     // Exclusive pages (a new process may pick its pools): what the pool keeps is close to what
-    // is live, so a 2 MiB budget binds on the live bytes: 1.26 MiB before the second hidden
-    // layer's 1 MiB output at batch 512.
+    // is live, so a 2 MiB budget binds on the live bytes, which pass it inside the forward pass
+    // (2.8 MiB at its high-water mark at batch 512).
     let args = [
         "train",
         "--preset",
@@ -202,7 +202,9 @@ fn out_of_memory_exits_3_naming_the_layer_and_what_would_fit() {
     println!("{stderr}");
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
-        stderr.contains("out of memory at step 1, forward (layer 2 output)"),
+        stderr.contains(
+            "out of memory at step 1, forward (logits and loss, in use peaking at kernel"
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("budget 2.000 MiB"), "{stderr}");

@@ -2,6 +2,7 @@ mod budget;
 mod cli;
 mod config_errors;
 mod finder;
+mod high_water;
 mod memory;
 mod readme;
 mod strategies;

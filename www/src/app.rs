@@ -10,7 +10,7 @@ use vramlab::engine::strategies::catalog;
 use vramlab::engine::train::{StepRecord, Summary, Timeline};
 use wasm_bindgen::JsCast;
 
-use crate::charts::{LineChart, PhaseBars, Rule, Series};
+use crate::charts::{LineChart, PhaseBar, PhaseBars, Rule, Series};
 use crate::config_panel::{ConfigPanel, Editor};
 use crate::data_preview::DataPreview;
 use crate::finder_panel::FinderPanel;
@@ -187,33 +187,37 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
             };
             vec![
                 Series {
-                    name: "in use (peak of the step)".into(),
+                    name: "in use: the step's high-water".into(),
                     color: "#1f77b4",
-                    points: pick(|s| s.peak_in_use_bytes),
+                    points: pick(|s| s.high_water.in_use_bytes),
                     dashed: false,
                 },
                 Series {
-                    name: "reserved".into(),
+                    name: "reserved: the step's high-water".into(),
                     color: "#ff7f0e",
+                    points: pick(|s| s.high_water.reserved_bytes),
+                    dashed: false,
+                },
+                Series {
+                    name: "in use at the step's end".into(),
+                    color: "#17becf",
                     points: pick(|s| {
                         s.phases
-                            .values()
-                            .map(|r| r.reserved_bytes)
-                            .max()
-                            .unwrap_or(0)
+                            .get(&Phase::Optimizer)
+                            .map_or(0, |r| r.in_use_bytes)
                     }),
-                    dashed: false,
+                    dashed: true,
                 },
             ]
         });
         if let Some(pinned) = live.pinned.get() {
             series.push(Series {
-                name: "pinned: in use".into(),
+                name: "pinned: in use, high-water".into(),
                 color: "#7f7f7f",
                 points: pinned
                     .steps
                     .iter()
-                    .map(|s| (s.step as f64, mib(s.peak_in_use_bytes)))
+                    .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
                     .collect(),
                 dashed: true,
             });
@@ -311,9 +315,11 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                     Phase::ALL
                         .iter()
                         .filter_map(|p| {
-                            s.phases
-                                .get(p)
-                                .map(|r| (p.name().to_string(), mib(r.in_use_bytes)))
+                            s.phases.get(p).map(|r| PhaseBar {
+                                name: p.name(),
+                                at_end: mib(r.in_use_bytes),
+                                high_water: s.phase_high_water.get(p).map(|m| mib(m.in_use_bytes)),
+                            })
                         })
                         .collect()
                 })
@@ -326,6 +332,25 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
         <LineChart id="loss-chart" title="Loss" unit="cross-entropy" series=losses />
         <LineChart id="throughput-chart" title="Throughput" unit="per second" series=throughput />
     }
+}
+
+/// The most bytes in use over the training steps' phases (the evaluation left out).
+fn training_high_water(summary: &Summary) -> u64 {
+    summary
+        .high_water_in_use_by_phase
+        .iter()
+        .filter(|(phase, _)| **phase != Phase::Eval)
+        .map(|(_, &bytes)| bytes)
+        .max()
+        .unwrap_or(summary.high_water_in_use_bytes)
+}
+
+/// ms per step of finished work (wall time between awaited loss readbacks), or why there is
+/// none.
+fn completed(summary: &Summary) -> String {
+    summary
+        .completed_step_ms
+        .map_or("- (too few steps)".into(), |ms| format!("{ms:.1}"))
 }
 
 /// The pinned run beside the current one: the differences that matter.
@@ -349,13 +374,22 @@ fn Comparison(
             )
         };
         let rows = [
-            mib_row("peak in use", |s| s.peak_in_use_bytes),
-            mib_row("peak reserved", |s| s.peak_reserved_bytes),
+            mib_row("high-water in use: training", training_high_water),
+            mib_row("high-water in use: evaluation", |s| {
+                s.high_water_in_use_by_phase
+                    .get(&Phase::Eval)
+                    .copied()
+                    .unwrap_or(0)
+            }),
+            mib_row("high-water reserved", |s| s.high_water_reserved_bytes),
             (
-                "ms/step (median)",
-                format!("{:.1}", a.median_step_ms),
-                b.as_ref().map(|b| format!("{:.1}", b.median_step_ms)),
-                ratio(a.median_step_ms, b.as_ref().map(|b| b.median_step_ms)),
+                "ms/step completed",
+                completed(&a),
+                b.as_ref().map(completed),
+                ratio(
+                    a.completed_step_ms.unwrap_or(f64::NAN),
+                    b.as_ref().and_then(|b| b.completed_step_ms),
+                ),
             ),
             (
                 "final loss",
@@ -424,12 +458,18 @@ fn SummaryCard(timeline: RwSignal<Option<Timeline>>) -> impl IntoView {
                 <section class="panel" id="summary">
                     <h2>"Summary (measured)"</h2>
                     <dl>
-                        <dt>"peak in use"</dt><dd id="peak-in-use">{format!("{:.2} MiB", mib(s.peak_in_use_bytes))}</dd>
-                        <dt>"peak reserved"</dt><dd>{format!("{:.2} MiB", mib(s.peak_reserved_bytes))}</dd>
+                        <dt title=s.high_water_is.clone()>"high-water in use"</dt><dd id="peak-in-use">{format!("{:.2} MiB", mib(s.high_water_in_use_bytes))}</dd>
+                        <dt>"of which training steps"</dt><dd id="training-high-water">{format!("{:.2} MiB", mib(training_high_water(s)))}</dd>
+                        <dt title=s.high_water_is.clone()>"high-water reserved"</dt><dd>{format!("{:.2} MiB", mib(s.high_water_reserved_bytes))}</dd>
+                        <dt title=s.peak_is.clone()>"largest reading in use"</dt><dd id="largest-reading">{format!("{:.2} MiB", mib(s.peak_in_use_bytes))}</dd>
                         <dt>"predicted peak (estimate)"</dt><dd>{format!("{:.2} MiB", mib(s.predicted_peak_bytes))}</dd>
                         <dt>"loss"</dt><dd>{format!("{} -> {}", loss(s.first_loss), loss(s.final_loss))}</dd>
                         <dt>"test accuracy"</dt><dd>{s.eval_accuracy.map_or("-".into(), |a| format!("{:.1}%", a * 100.0))}</dd>
-                        <dt title="in the browser the page cannot wait for the GPU inside a step: this is the time to queue it; the throughput chart has wall-clock rates">"ms/step to queue (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
+                        <dt title="wall time between awaited loss readbacks, per step: the time the GPU took to finish the work">"ms/step completed"</dt><dd id="completed-ms">{completed(s)}</dd>
+                        <dt title="in the browser the page cannot wait for the GPU inside a step: this is the time to queue it">"ms/step to queue (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
+                    </dl>
+                    <p class="explain" id="high-water-is">"High-water: " {s.high_water_is.clone()}</p>
+                    <dl>
                     </dl>
                     {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.to_string()}</p> }).collect_view()}
                     <button id="export-json" on:click=move |_| download("vramlab-run.json", "application/json", &json)>"Export JSON"</button>

@@ -154,21 +154,40 @@ pub fn LineChart(
     }
 }
 
-/// One bar per phase of a step: in use after it, with the largest reading as the full width.
+/// One phase of a step, in MiB: in use at its end, and the most it held inside.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseBar {
+    pub name: &'static str,
+    pub at_end: f64,
+    pub high_water: Option<f64>,
+}
+
+/// One row per phase of a step: a faint bar to the phase's high-water mark, a solid one to what
+/// is in use at its end; the largest figure is the full width.
 #[component]
-pub fn PhaseBars(#[prop(into)] phases: Signal<Vec<(String, f64)>>) -> impl IntoView {
+pub fn PhaseBars(#[prop(into)] phases: Signal<Vec<PhaseBar>>) -> impl IntoView {
     let body = move || {
         let phases = phases.get();
-        let top = phases.iter().map(|p| p.1).fold(1e-9, f64::max);
+        let top = phases
+            .iter()
+            .map(|p| p.high_water.unwrap_or(p.at_end).max(p.at_end))
+            .fold(1e-9, f64::max);
+        let width = move |mib: f64| format!("width:{:.1}%", mib / top * 100.0);
         phases
             .into_iter()
-            .map(|(name, mib)| {
-                let width = format!("width:{:.1}%", mib / top * 100.0);
+            .map(|bar| {
+                let high_water = bar.high_water.map(|mark| {
+                    view! { <span class="bar-high" style=width(mark)></span> }
+                });
+                let value = match bar.high_water {
+                    Some(mark) => format!("{:.2} / {mark:.2} MiB", bar.at_end),
+                    None => format!("{:.2} MiB", bar.at_end),
+                };
                 view! {
                     <div class="bar-row">
-                        <span class="bar-name">{name}</span>
-                        <span class="bar"><span class="bar-fill" style=width></span></span>
-                        <span class="bar-value">{format!("{mib:.2} MiB")}</span>
+                        <span class="bar-name">{bar.name}</span>
+                        <span class="bar">{high_water}<span class="bar-fill" style=width(bar.at_end)></span></span>
+                        <span class="bar-value">{value}</span>
                     </div>
                 }
             })
@@ -176,7 +195,10 @@ pub fn PhaseBars(#[prop(into)] phases: Signal<Vec<(String, f64)>>) -> impl IntoV
     };
     view! {
         <figure class="chart-box" id="phase-chart">
-            <figcaption>"Memory inside the last step, by phase (in use after each)"</figcaption>
+            <figcaption>
+                "Memory inside the last step, by phase: in use at the phase's end (solid) / its \
+                 high-water mark inside the phase (faint)"
+            </figcaption>
             {body}
         </figure>
     }

@@ -83,9 +83,13 @@ pub fn FinderPanel(editor: Editor) -> impl IntoView {
                         "largest batch: {b} ({} trials, {} out of memory, {:.1} s)",
                         search.trials, search.ooms, search.seconds
                     ),
-                    None => "no batch fits this budget: switch on gradient accumulation, \
-                             checkpointing or f16, or raise the budget"
-                        .to_string(),
+                    None => match search.smallest_failure() {
+                        Some((batch, oom)) => format!(
+                            "no batch fits this budget: even batch {batch} ran out of memory.\n{}",
+                            crate::app::out_of_memory_text(oom)
+                        ),
+                        None => "no batch fits this budget".to_string(),
+                    },
                 };
                 let apply = search.max_batch.map(|b| {
                     view! {

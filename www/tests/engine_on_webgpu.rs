@@ -54,14 +54,25 @@ async fn trains_on_webgpu_with_memory_that_grows_with_the_batch_and_reports_the_
             "allocator records are non-zero"
         );
         assert!(timeline.summary.peak_reserved_bytes >= timeline.summary.peak_in_use_bytes);
+        // The launch observer works in the browser too: the high-water mark is read at every
+        // kernel launch and is never below a reading.
+        let summary = &timeline.summary;
+        assert!(
+            summary.high_water_is.contains("every kernel launch"),
+            "{}",
+            summary.high_water_is
+        );
+        assert!(summary.high_water_in_use_bytes >= summary.peak_in_use_bytes);
     }
     let (a, b) = (
         small.summary.peak_in_use_bytes,
         large.summary.peak_in_use_bytes,
     );
     web_sys_log(&format!(
-        "adapter {:?}: peak in use batch 64 {a} B, batch 512 {b} B",
-        gpu.adapter.name
+        "adapter {:?}: largest reading in use batch 64 {a} B, batch 512 {b} B; high-water {} B, {} B",
+        gpu.adapter.name,
+        small.summary.high_water_in_use_bytes,
+        large.summary.high_water_in_use_bytes
     ));
     assert!(b > a, "a larger batch needs more memory: {a} vs {b}");
 

@@ -64,6 +64,9 @@ pub struct TrainArgs {
     /// Print the summary as one JSON object on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print the whole timeline (summary, steps and evaluations) as one JSON object on stdout.
+    #[arg(long, conflicts_with = "json")]
+    pub json_timeline: bool,
 }
 
 #[derive(Args, Debug)]
@@ -95,12 +98,16 @@ pub enum MethodArg {
 
 #[derive(Args, Debug, Default)]
 pub struct ClaimsArgs {
-    /// Print one JSON object per claim (a JSON array) instead of the table.
+    /// Print the report as one JSON object (adapter, seconds, one row per claim) instead of
+    /// the table.
     #[arg(long)]
     pub json: bool,
     /// Also write the report as Markdown to this file.
     #[arg(long, value_name = "FILE.md")]
     pub out: Option<PathBuf>,
+    /// Only the claims about this config field (e.g. strategies.loss_bookkeeping). Repeatable.
+    #[arg(long, value_name = "FIELD")]
+    pub only: Vec<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]

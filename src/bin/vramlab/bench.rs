@@ -1,6 +1,7 @@
 //! `vramlab bench-sampling`: what reading the allocator costs. Trains the same config twice in
-//! one process, once reading after every phase and once per step, and prints ms/step side by
-//! side with their ratio. A benchmark that prints, not a timed test.
+//! one process, once reading after every phase and at every kernel launch (the exact
+//! high-water mark) and once per step, and prints ms/step side by side with their ratio. A
+//! benchmark that prints, not a timed test.
 
 use vramlab::engine::config::MemorySampling;
 use vramlab::engine::{self, Gpu, RunConfig};
@@ -30,20 +31,20 @@ pub fn sampling_cost(gpu: &Gpu, base: &RunConfig) -> anyhow::Result<()> {
         base.name, base.steps, base.batch_size
     );
     println!(
-        "{:<8} {:>12} {:>16} {:>18}",
-        "sampling", "ms/step", "peak in use MiB", "readings per step"
+        "{:<8} {:>10} {:>22} {:>22}  readings",
+        "sampling", "ms/step", "largest reading MiB", "high-water in use MiB"
     );
     for (sampling, summary) in &rows {
+        let readings = match sampling {
+            MemorySampling::Phase => "4 a step, and at every kernel launch",
+            MemorySampling::Step => "1 a step (high-water: the largest reading)",
+        };
         println!(
-            "{:<8} {:>12.2} {:>16.2} {:>18}",
+            "{:<8} {:>10.2} {:>22.2} {:>22.2}  {readings}",
             format!("{sampling:?}").to_lowercase(),
             summary.median_step_ms,
             mib(summary.peak_in_use_bytes),
-            if *sampling == MemorySampling::Phase {
-                4
-            } else {
-                1
-            }
+            mib(summary.high_water_in_use_bytes),
         );
     }
     let (phase, step) = (&rows[0].1, &rows[1].1);

@@ -1,64 +1,78 @@
-//! `vramlab claims`: every memory-saving tip run without it and with it (same seed, a few
-//! steps) and a verdict from what was measured. Each run is its own `vramlab train --json`
-//! process: the allocator's pools are fixed when a device starts, so a tip like the pool choice
-//! needs a fresh process, and a run stopped by its budget must not share one with the next.
+//! `vramlab claims`: every folklore claim of the catalog run without the tip and with it (same
+//! preset and seed) and judged by the engine from what was measured: each side's figure is the
+//! median over its steps (and, for timing, over three runs), and a verdict needs a difference
+//! beyond their spread. Each run is its own `vramlab train` process: the allocator's pools are
+//! fixed when a device starts, so a tip like the pool choice needs a fresh process, and a run
+//! stopped by its budget must not share one with the next.
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use vramlab::engine::RunConfig;
-use vramlab::engine::claims::{Verdict, judge, judge_budget};
+use vramlab::engine::claims::{Judgement, Measure, Verdict, judge, judge_budget};
 use vramlab::engine::config::Budget;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
-use vramlab::engine::train::Summary;
+use vramlab::engine::{ConfigError, RunConfig, Timeline};
 
 use crate::report::mib;
 use crate::subprocess::{self, Trained};
 
-/// Steps per run: enough for the second and later steps to set the peaks and the timing.
-const STEPS: usize = 12;
-
 /// One line of the report; the JSON form is one of these per claim.
 #[derive(Serialize, Debug)]
 pub struct Row {
-    pub strategy: String,
+    /// The config field the claim is about.
+    pub field: String,
     pub claim: String,
     pub metric: String,
-    pub metric_off: Option<f64>,
-    pub metric_on: Option<f64>,
-    pub peak_in_use_off: Option<u64>,
-    pub peak_in_use_on: Option<u64>,
-    pub peak_reserved_off: Option<u64>,
-    pub peak_reserved_on: Option<u64>,
+    pub steps: usize,
+    pub runs_per_side: usize,
+    /// The claim's figure without and with the tip: median, quartiles, samples.
+    pub off: Option<Measure>,
+    pub on: Option<Measure>,
+    pub high_water_in_use_off: Option<u64>,
+    pub high_water_in_use_on: Option<u64>,
+    pub high_water_reserved_off: Option<u64>,
+    pub high_water_reserved_on: Option<u64>,
     pub ms_per_step_off: Option<f64>,
     pub ms_per_step_on: Option<f64>,
     pub final_loss_off: Option<f32>,
     pub final_loss_on: Option<f32>,
     pub verdict: Verdict,
     pub reason: String,
+    /// Why it came out this way.
+    pub mechanism: String,
     /// The adapter the runs used, for the report's heading.
     #[serde(skip)]
     pub adapter: String,
 }
 
-/// The claim's preset with `sets` applied, run for [`STEPS`] steps and evaluated at the end.
+/// The whole report: the rows and what they took.
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub adapter: String,
+    pub seconds: f64,
+    pub rows: Vec<Row>,
+}
+
+/// The claim's preset with `sets` applied, for its step count, evaluated at the end.
 fn config(claim: &Claim, sets: &[&str], budget: Option<u64>) -> anyhow::Result<RunConfig> {
-    let mut config = apply_overrides(preset(claim.preset)?, sets.iter().copied())?;
-    config.steps = STEPS;
+    let mut config = preset(claim.preset)?;
+    config.steps = claim.steps;
     config.eval_every = 0;
+    let mut config = apply_overrides(config, sets.iter().copied())?;
     config.budget = budget.map(Budget::Bytes);
     config.validate()?;
     Ok(config)
 }
 
 /// A run that must fit: the claims run without budgets, except the budget claim's own.
-fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Box<Summary>> {
+fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Timeline> {
     match subprocess::train(config)? {
-        Trained::Fit(summary) => Ok(summary),
+        Trained::Fit(timeline) => Ok(*timeline),
         Trained::OutOfMemory(oom) => anyhow::bail!(
             "{}: out of memory without a budget: {}",
             entry.field,
@@ -67,50 +81,84 @@ fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Box<Summary>> {
     }
 }
 
+/// The runs of one side.
+fn side(entry: &Entry, claim: &Claim, sets: &[&str]) -> anyhow::Result<Vec<Timeline>> {
+    let config = config(claim, sets, None)?;
+    (0..claim.metric.runs_per_side())
+        .map(|_| fitted(entry, &config))
+        .collect()
+}
+
 fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
-    let off = fitted(entry, &config(claim, claim.off, None)?)?;
-    let (on, judgement) = if claim.metric == Metric::StopsUnderBudget {
-        // Half of what the run reserved at its peak: a GPU half as large.
-        let budget = off.peak_reserved_bytes / 2;
+    let off = side(entry, claim, claim.off)?;
+    let (on, judgement): (Vec<Timeline>, Judgement) = if claim.metric == Metric::StopsUnderBudget {
+        // Half of what the run reserved at its high-water mark: a GPU half as large.
+        let budget = off[0].summary.high_water_reserved_bytes / 2;
         let stopped = match subprocess::train(&config(claim, claim.on, Some(budget))?)? {
             Trained::OutOfMemory(oom) => Some(oom),
             Trained::Fit(_) => None,
         };
         let after = fitted(entry, &config(claim, claim.off, None)?)?;
-        (None, judge_budget(budget, stopped.as_deref(), &after))
+        (
+            Vec::new(),
+            judge_budget(budget, stopped.as_deref(), &after.summary),
+        )
     } else {
-        let on = fitted(entry, &config(claim, claim.on, None)?)?;
+        let on = side(entry, claim, claim.on)?;
         let judgement = judge(claim, &off, &on);
-        (Some(on), judgement)
+        (on, judgement)
     };
+    let first = |side: &[Timeline]| side.first().map(|t| t.summary.clone());
+    let (a, b) = (first(&off), first(&on));
+    let adapter = a.as_ref().map_or(String::new(), |s| {
+        format!(
+            "{} ({}, shader-f16 {})",
+            s.adapter.name,
+            s.adapter.backend,
+            if s.adapter.shader_f16 { "yes" } else { "no" }
+        )
+    });
     Ok(Row {
-        strategy: entry.field.to_string(),
+        field: entry.field.to_string(),
         claim: claim.folklore.to_string(),
         metric: claim.metric.name().to_string(),
-        metric_off: judgement.metric_off,
-        metric_on: judgement.metric_on,
-        peak_in_use_off: Some(off.peak_in_use_bytes),
-        peak_in_use_on: on.as_ref().map(|s| s.peak_in_use_bytes),
-        peak_reserved_off: Some(off.peak_reserved_bytes),
-        peak_reserved_on: on.as_ref().map(|s| s.peak_reserved_bytes),
-        ms_per_step_off: Some(off.median_step_ms),
-        ms_per_step_on: on.as_ref().map(|s| s.median_step_ms),
-        final_loss_off: off.final_loss,
-        final_loss_on: on.as_ref().and_then(|s| s.final_loss),
+        steps: claim.steps,
+        runs_per_side: claim.metric.runs_per_side(),
+        off: judgement.off,
+        on: judgement.on,
+        high_water_in_use_off: a.as_ref().map(|s| s.high_water_in_use_bytes),
+        high_water_in_use_on: b.as_ref().map(|s| s.high_water_in_use_bytes),
+        high_water_reserved_off: a.as_ref().map(|s| s.high_water_reserved_bytes),
+        high_water_reserved_on: b.as_ref().map(|s| s.high_water_reserved_bytes),
+        ms_per_step_off: a.as_ref().map(|s| s.median_step_ms),
+        ms_per_step_on: b.as_ref().map(|s| s.median_step_ms),
+        final_loss_off: a.as_ref().and_then(|s| s.final_loss),
+        final_loss_on: b.as_ref().and_then(|s| s.final_loss),
         verdict: judgement.verdict,
         reason: judgement.reason,
-        adapter: format!(
-            "{} ({}, shader-f16 {})",
-            off.adapter.name,
-            off.adapter.backend,
-            if off.adapter.shader_f16 { "yes" } else { "no" }
-        ),
+        mechanism: claim.mechanism.to_string(),
+        adapter,
     })
 }
 
-/// Run every claim of the catalog, with a progress bar on stderr.
-pub fn run_all() -> anyhow::Result<Vec<Row>> {
-    let claims: Vec<(&Entry, &Claim)> = catalog::claims().collect();
+/// Run every claim of the catalog (or those about the `only` fields), with a progress bar on
+/// stderr.
+pub fn run_all(only: &[String]) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    if let Some(unknown) = only.iter().find(|field| catalog::find(field).is_none()) {
+        let known: Vec<&str> = catalog::CATALOG.iter().map(|e| e.field).collect();
+        return Err(ConfigError::invalid(
+            "--only",
+            format!(
+                "{unknown} has no claims; fields with claims: {}",
+                known.join(", ")
+            ),
+        )
+        .into());
+    }
+    let claims: Vec<(&Entry, &Claim)> = catalog::claims()
+        .filter(|(entry, _)| only.is_empty() || only.iter().any(|f| f == entry.field))
+        .collect();
     let bar =
         ProgressBar::with_draw_target(Some(claims.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -126,7 +174,11 @@ pub fn run_all() -> anyhow::Result<Vec<Row>> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(rows)
+    Ok(Report {
+        adapter: rows.first().map_or(String::new(), |r| r.adapter.clone()),
+        seconds: started.elapsed().as_secs_f64(),
+        rows,
+    })
 }
 
 fn ratio(off: Option<f64>, on: Option<f64>) -> String {
@@ -147,22 +199,27 @@ fn mib_pair(off: Option<u64>, on: Option<u64>) -> String {
 }
 
 /// The report as a Markdown table.
-pub fn markdown(rows: &[Row]) -> String {
-    let adapter = rows.first().map_or("", |row| row.adapter.as_str());
+pub fn markdown(report: &Report) -> String {
     let mut out = format!(
-        "# vramlab claims report\n\nAdapter: {adapter}. Each claim: the same preset and seed, \
-         {STEPS} steps, without the tip (off) and with it (on). Memory in MiB from the GPU \
-         allocator.\n\n| strategy | claim | peak in use off / on | peak reserved off / on | \
-         ms/step on/off | final loss off / on | verdict |\n|---|---|---|---|---|---|---|\n"
+        "# vramlab claims report\n\nAdapter: {}. Each claim: the same preset and seed without \
+         the tip (off) and with it (on); the claim's figure is the median over the steps after \
+         the first (timing: over three runs a side), and a verdict needs a difference beyond \
+         the interquartile spread and 1% of the figure. Memory in MiB from the GPU allocator, at \
+         its high-water mark. {} claims in {:.0} s.\n\n| field | claim | high-water in use off \
+         / on | high-water reserved off / on | ms/step on/off | final loss off / on | verdict |\
+         \n|---|---|---|---|---|---|---|\n",
+        report.adapter,
+        report.rows.len(),
+        report.seconds
     );
     let loss = |l: Option<f32>| l.map_or("-".into(), |l| format!("{l:.4}"));
-    for row in rows {
+    for row in &report.rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} / {} | **{}**: {} |\n",
-            row.strategy,
+            "| `{}` | {} | {} | {} | {} | {} / {} | **{}**: {} |\n",
+            row.field,
             row.claim,
-            mib_pair(row.peak_in_use_off, row.peak_in_use_on),
-            mib_pair(row.peak_reserved_off, row.peak_reserved_on),
+            mib_pair(row.high_water_in_use_off, row.high_water_in_use_on),
+            mib_pair(row.high_water_reserved_off, row.high_water_reserved_on),
             ratio(row.ms_per_step_off, row.ms_per_step_on),
             loss(row.final_loss_off),
             loss(row.final_loss_on),

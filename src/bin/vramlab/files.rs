@@ -37,7 +37,8 @@ fn phase_color(phase: Phase) -> RGBColor {
     }
 }
 
-/// In use (solid) and reserved (faint) per phase over steps, the predicted peak as a black line.
+/// In use (solid) and reserved (faint) per phase over steps, the step's high-water mark of bytes
+/// in use as a thick black line, the predicted peak as a thin one.
 fn write_svg(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
     let steps = &timeline.steps;
     let predicted = mib(timeline.summary.predicted_peak_bytes);
@@ -47,6 +48,7 @@ fn write_svg(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
             s.phases
                 .values()
                 .map(|r| mib(r.reserved_bytes.max(r.in_use_bytes)))
+                .chain([mib(s.high_water.reserved_bytes)])
         })
         .fold(predicted, f64::max)
         * 1.1
@@ -57,7 +59,7 @@ fn write_svg(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "{}: GPU memory per phase (allocator readings)",
+                "{}: GPU memory per phase and at its high-water mark (allocator)",
                 timeline.summary.name
             ),
             ("sans-serif", 20),
@@ -100,6 +102,14 @@ fn write_svg(path: &Path, timeline: &Timeline) -> anyhow::Result<()> {
             .label(format!("{} reserved", phase.name()))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.mix(0.35)));
     }
+    let high_water: Vec<(f64, f64)> = steps
+        .iter()
+        .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
+        .collect();
+    chart
+        .draw_series(LineSeries::new(high_water, BLACK.stroke_width(3)))?
+        .label("high-water in use (every kernel launch)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK.stroke_width(3)));
     chart
         .draw_series(LineSeries::new(
             [(1.0, predicted), (last, predicted)],

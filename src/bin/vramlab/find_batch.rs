@@ -6,7 +6,7 @@ use vramlab::engine::finder::{self, Method, Question, Search, Trial, TrialResult
 use vramlab::engine::{ConfigError, EngineError, Gpu, RunConfig};
 
 use crate::args::{FindArgs, MethodArg};
-use crate::report::mib;
+use crate::report::{self, mib};
 use crate::subprocess::{self, Trained};
 
 fn method(arg: MethodArg) -> Method {
@@ -30,7 +30,10 @@ impl TrialRunner for Subprocess {
             message: format!("{err:#}"),
         })?;
         Ok(match trained {
-            Trained::Fit(summary) => Ok((summary.peak_in_use_bytes, summary.peak_reserved_bytes)),
+            Trained::Fit(timeline) => Ok((
+                timeline.summary.high_water_in_use_bytes,
+                timeline.summary.high_water_reserved_bytes,
+            )),
             Trained::OutOfMemory(oom) => Err(oom),
         })
     }
@@ -106,11 +109,14 @@ fn print_one(found: &Search, budget: u64) {
             found.ooms,
             found.seconds
         ),
-        None => println!(
-            "no batch fits {:.2} MiB; see what the out-of-memory trial suggested above, or \
-             switch on gradient accumulation, checkpointing or f16",
-            mib(budget)
-        ),
+        None => match found.smallest_failure() {
+            Some((batch, oom)) => println!(
+                "no batch fits {:.2} MiB: even batch {batch} ran out of memory.\n{}",
+                mib(budget),
+                oom.describe(report::as_set_flag)
+            ),
+            None => println!("no batch fits {:.2} MiB", mib(budget)),
+        },
     }
     if let Some(guess) = found.predicted_batch {
         println!("calibrated prediction: {guess}");

@@ -77,13 +77,13 @@ fn find_batch(args: &args::FindArgs) -> anyhow::Result<()> {
 }
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
-    let rows = claims::run_all()?;
-    let markdown = claims::markdown(&rows);
+    let report = claims::run_all(&args.only)?;
+    let markdown = claims::markdown(&report);
     if let Some(path) = &args.out {
         claims::write(path, &markdown)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{markdown}");
     }
@@ -106,7 +106,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
     progress.finish();
     let timeline = match timeline {
         // The finder reads this to learn where a trial ran out.
-        Err(EngineError::OutOfMemory(oom)) if args.json => {
+        Err(EngineError::OutOfMemory(oom)) if args.json || args.json_timeline => {
             let report = subprocess::OutOfMemoryReport {
                 out_of_memory: (*oom).clone(),
             };
@@ -118,7 +118,9 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         files::write_all(dir, &timeline)?;
     }
-    if args.json {
+    if args.json_timeline {
+        println!("{}", serde_json::to_string(&timeline)?);
+    } else if args.json {
         report::print_json(&timeline.summary)?;
     } else {
         report::print_table(&timeline.summary);

@@ -18,7 +18,7 @@ pub fn error(err: &anyhow::Error) -> String {
     }
 }
 
-fn as_set_flag(suggestion: &Suggestion) -> String {
+pub fn as_set_flag(suggestion: &Suggestion) -> String {
     let change = format!("--set {}={}", suggestion.field, suggestion.value);
     match suggestion.estimated_peak_bytes {
         Some(peak) => format!("{change} (estimated peak {:.3} MiB)", mib(peak)),
@@ -63,12 +63,22 @@ pub fn print_table(summary: &Summary) {
             }),
         ),
         (
-            "peak in use (measured)".into(),
-            format!("{:.2} MiB", mib(summary.peak_in_use_bytes)),
+            "high-water in use (measured)".into(),
+            format!("{:.2} MiB", mib(summary.high_water_in_use_bytes)),
         ),
         (
-            "peak reserved (measured)".into(),
-            format!("{:.2} MiB", mib(summary.peak_reserved_bytes)),
+            "high-water reserved (measured)".into(),
+            format!("{:.2} MiB", mib(summary.high_water_reserved_bytes)),
+        ),
+        ("high-water read".into(), summary.high_water_is.clone()),
+        (
+            "largest reading in use".into(),
+            format!(
+                "{:.2} MiB (reserved {:.2} MiB): {}",
+                mib(summary.peak_in_use_bytes),
+                mib(summary.peak_reserved_bytes),
+                summary.peak_is
+            ),
         ),
         (
             "predicted peak (estimate)".into(),
@@ -85,18 +95,12 @@ pub fn print_table(summary: &Summary) {
             ),
         ),
         (
-            "peak in use by phase".into(),
-            Phase::ALL
-                .iter()
-                .filter_map(|p| {
-                    summary
-                        .peak_in_use_by_phase
-                        .get(p)
-                        .map(|b| format!("{} {:.2}", p.name(), mib(*b)))
-                })
-                .collect::<Vec<_>>()
-                .join(" / ")
-                + " MiB",
+            "high-water in use by phase".into(),
+            by_phase(&summary.high_water_in_use_by_phase),
+        ),
+        (
+            "in use at phase ends".into(),
+            by_phase(&summary.peak_in_use_by_phase),
         ),
         (
             "ms/step (median, first)".into(),
@@ -105,15 +109,13 @@ pub fn print_table(summary: &Summary) {
                 summary.median_step_ms, summary.first_step_ms
             ),
         ),
-        (
-            "memory sampling".into(),
-            format!(
-                "{:?}: peak is the {}",
-                summary.memory_sampling, summary.peak_is
-            )
-            .to_lowercase(),
-        ),
     ];
+    if let Some(ms) = summary.completed_step_ms {
+        rows.push((
+            "ms/step completed".into(),
+            format!("{ms:.1} ms (wall time between awaited loss readbacks, per step)"),
+        ));
+    }
     rows.push(("strategies".into(), strategies_line(summary)));
     if let Some(scale) = summary.loss_scale {
         rows.push((
@@ -148,6 +150,16 @@ pub fn print_table(summary: &Summary) {
     for (key, value) in rows {
         println!("{key:<width$}  {value}");
     }
+}
+
+/// Bytes by phase, in the phases' order.
+fn by_phase(bytes: &std::collections::BTreeMap<Phase, u64>) -> String {
+    Phase::ALL
+        .iter()
+        .filter_map(|p| bytes.get(p).map(|b| format!("{} {:.2}", p.name(), mib(*b))))
+        .collect::<Vec<_>>()
+        .join(" / ")
+        + " MiB"
 }
 
 /// The strategies as `name=value` pairs, in the names `--set strategies.<name>` takes.

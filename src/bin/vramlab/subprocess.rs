@@ -1,4 +1,5 @@
-//! A training run as its own `vramlab train --json` process, for `find-batch` and `claims`:
+//! A training run as its own `vramlab train --json-timeline` process, for `find-batch` and
+//! `claims`:
 //! cubecl fixes a device's pools when it starts, and burn's fusion and cubecl's pools behave
 //! differently on a process's first sight of a shape than on a later one, so a run that must
 //! show what a user's `vramlab train` would see gets a fresh process.
@@ -8,13 +9,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use vramlab::engine::RunConfig;
 use vramlab::engine::outcome::OutOfMemory;
-use vramlab::engine::train::Summary;
+use vramlab::engine::{RunConfig, Timeline};
 
 use crate::exit;
 
-/// What `train --json` prints on stdout when the run ran out of memory.
+/// What `train --json` (or `--json-timeline`) prints on stdout when the run ran out of memory.
 #[derive(Serialize, Deserialize)]
 pub struct OutOfMemoryReport {
     pub out_of_memory: OutOfMemory,
@@ -22,7 +22,7 @@ pub struct OutOfMemoryReport {
 
 /// How a run in its own process ended.
 pub enum Trained {
-    Fit(Box<Summary>),
+    Fit(Box<Timeline>),
     OutOfMemory(Box<OutOfMemory>),
 }
 
@@ -39,14 +39,14 @@ pub fn train(config: &RunConfig) -> anyhow::Result<Trained> {
         .with_context(|| format!("writing {}", path.display()))?;
     let exe = std::env::current_exe().context("finding the vramlab binary")?;
     let out = Command::new(exe)
-        .args(["train", "--json", "--config"])
+        .args(["train", "--json-timeline", "--config"])
         .arg(&path)
         .output();
     let _ = std::fs::remove_file(&path);
     let out = out.context("running vramlab train")?;
     match out.status.code() {
         Some(exit::OK) => Ok(Trained::Fit(
-            serde_json::from_slice(&out.stdout).context("reading the run's JSON summary")?,
+            serde_json::from_slice(&out.stdout).context("reading the run's JSON timeline")?,
         )),
         Some(code) if code == i32::from(exit::OUT_OF_MEMORY) => {
             let report: OutOfMemoryReport = serde_json::from_slice(&out.stdout)

@@ -51,8 +51,8 @@ pub struct RunConfig {
     /// Evaluate on the test split every this many steps (0: only once, at the end).
     pub eval_every: usize,
     pub seed: u64,
-    /// When to read the allocator: after every phase (exact per-phase picture, breaks fusion
-    /// across phases) or once per step (cheap).
+    /// When to read the allocator: after every phase and at every kernel launch (exact per-phase
+    /// picture, breaks fusion across phases) or once per step (cheap).
     pub memory_sampling: MemorySampling,
     /// The memory-saving strategies, one field each.
     pub strategies: Strategies,
@@ -284,9 +284,12 @@ impl OptimizerKind {
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum MemorySampling {
-    /// Sync and read the allocator after every phase of every step.
+    /// Sync and read the allocator after every phase of every step, and read its high-water
+    /// mark at every kernel launch: the exact picture, per phase.
     Phase,
-    /// Sync and read once, at the end of each step (and after evaluation).
+    /// Sync and read once, at the end of each step (and after evaluation): cheap, and the
+    /// high-water mark is the largest reading (unless a budget is set, which is always held to
+    /// the mark read at every launch).
     Step,
 }
 
@@ -304,8 +307,8 @@ pub struct Strategies {
     /// Forward and backward in f16 with f32 master weights and a loss scaler, or everything in
     /// f16 without a scaler.
     pub mixed_precision: MixedPrecision,
-    /// Keep each step's loss as a detached scalar, or keep the loss tensors and the step's
-    /// activations alive across steps (the `total_loss += loss` leak).
+    /// What a loop keeps of each step to report on later: the loss value, the loss tensors
+    /// summed undetached, or every step's outputs.
     pub loss_bookkeeping: LossBookkeeping,
     /// Let an activation take its input's buffer when nothing else needs it (`true`), or force
     /// it to write a copy while the input stays alive (`false`).
@@ -475,10 +478,12 @@ pub enum FreeCache {
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LossBookkeeping {
-    /// Detach each loss right after backward; only its value is kept.
+    /// Keep only each step's value (`total += loss.item()`).
     Scalar,
-    /// Keep every step's loss tensor, logits and layer outputs (up to a cap).
-    Graph,
+    /// Sum the loss tensors themselves, undetached, across steps (`total_loss += loss`).
+    Tensor,
+    /// Append each step's outputs (the logits), undetached, to a list (`outputs.append(out)`).
+    Outputs,
 }
 
 impl RunConfig {

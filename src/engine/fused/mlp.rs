@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use burn::cubecl::client::Client;
 use burn::cubecl::server::Handle;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Tensor;
 
 use super::kernels::{Kernel, launch, read_f32, scratch_f32, upload_f32, upload_u32};
 use crate::engine::config::OptimizerKind;
@@ -49,20 +49,6 @@ pub struct ForwardPass {
     input: Handle,
     /// Each layer's output, the logits last.
     outputs: Vec<Handle>,
-}
-
-/// The cubecl client behind a burn device: the fused kernels allocate from the pool burn's
-/// own tensors use.
-pub fn client_of(device: &Device) -> Option<Client> {
-    fn cube_client(device: &burn_dispatch::DispatchDevice) -> Option<Client> {
-        match device {
-            burn_dispatch::DispatchDevice::Cube(cube) => Some(cube.client()),
-            burn_dispatch::DispatchDevice::Autodiff(inner) => cube_client(&inner.clone().inner()),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-    cube_client(device.as_dispatch())
 }
 
 async fn host_values<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, String> {

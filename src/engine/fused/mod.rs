@@ -4,4 +4,4 @@
 mod kernels;
 mod mlp;
 
-pub use mlp::{ForwardPass, FusedMlp, client_of};
+pub use mlp::{ForwardPass, FusedMlp};

@@ -32,8 +32,8 @@ pub struct LayerEstimate {
     /// Bytes this layer leaves in the autodiff graph for one training batch.
     pub activation_bytes: u64,
     /// Bytes of the layer's activated output, for layers whose activation vramlab applies
-    /// (MLP and CNN; 0 elsewhere): what a `graph` leak holds per step, and what an activation
-    /// that cannot work in place needs beside its input.
+    /// (MLP and CNN; 0 elsewhere): what an activation that cannot work in place needs beside
+    /// its input.
     pub output_bytes: u64,
 }
 
@@ -53,7 +53,7 @@ pub struct MemoryPrediction {
     pub eval_batch: u64,
     /// The largest of the sampled moments: after forward, after backward, or during evaluation.
     pub peak: u64,
-    /// Bytes `loss_bookkeeping` = `graph` holds per step (0 with `scalar`).
+    /// Bytes `loss_bookkeeping` holds on to per step: each step's logits with `outputs`.
     pub leak_per_step: u64,
     pub layers: Vec<LayerEstimate>,
 }
@@ -123,10 +123,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     }
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;
     let leak_per_step = match config.strategies.loss_bookkeeping {
-        LossBookkeeping::Scalar => 0,
-        LossBookkeeping::Graph => {
-            k * (layers.iter().map(|l| l.output_bytes).sum::<u64>() + logits_bytes)
-        }
+        LossBookkeeping::Scalar | LossBookkeeping::Tensor => 0,
+        LossBookkeeping::Outputs => k * logits_bytes,
     };
     let input_bytes = if config.data.kind.input_kind() == InputKind::Tokens {
         INT

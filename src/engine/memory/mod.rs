@@ -1,10 +1,10 @@
 //! Memory: what the allocator holds (measured) and what the config should need (predicted).
 
 pub mod analytic;
-pub mod budget;
+pub mod high_water;
 pub mod meter;
 pub mod sampler;
 
 pub use analytic::{LayerEstimate, MemoryPrediction, predict};
-pub use budget::BudgetWatch;
+pub use high_water::HighWater;
 pub use sampler::MemoryReading;

@@ -3,20 +3,29 @@
 //! runs that test it. The page's panels, the `claims` report and the README's strategy list are
 //! all read from, or checked against, this one table.
 
-/// The figure a claim is about.
+/// The figure a claim is about. Each is taken per step (or per evaluation) over a run, so a side
+/// has a median and a spread; see `engine::claims`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
+    /// Each step's high-water mark of bytes in use.
     PeakInUse,
+    /// Each step's high-water mark of bytes reserved.
     PeakReserved,
-    /// In use during evaluation.
+    /// Each evaluation's high-water mark of bytes in use.
     EvalPeak,
     /// The weights as stored, measured when the run starts.
     WeightBytes,
     /// The int8 evaluation copy (on) against the f32 weights (off).
     EvalWeightBytes,
+    /// Each step's time (synced natively), from three runs a side.
     MsPerStep,
-    /// The final training loss (the claim is about training quality, not memory).
+    /// The training loss over the last ten steps (the claim is about training quality).
     FinalLoss,
+    /// What each step adds to the bytes in use at its end, over steps a loss readback group
+    /// apart: memory kept across steps.
+    GrowthPerStep,
+    /// Bytes in use at each step's end above the weights: the optimizer's state.
+    OptimizerState,
     /// The run with the budget must stop with out-of-memory and the next one run.
     StopsUnderBudget,
 }
@@ -31,7 +40,22 @@ impl Metric {
             Self::EvalWeightBytes => "eval weight bytes",
             Self::MsPerStep => "ms/step",
             Self::FinalLoss => "final loss",
+            Self::GrowthPerStep => "growth per step",
+            Self::OptimizerState => "optimizer state",
             Self::StopsUnderBudget => "out-of-memory stop",
+        }
+    }
+
+    /// Whether the figure is bytes (as opposed to time or loss).
+    pub fn is_bytes(self) -> bool {
+        !matches!(self, Self::MsPerStep | Self::FinalLoss)
+    }
+
+    /// Runs a side takes: timing varies from run to run, the allocator's figures do not.
+    pub fn runs_per_side(self) -> usize {
+        match self {
+            Self::MsPerStep => 3,
+            _ => 1,
         }
     }
 }
@@ -50,6 +74,10 @@ pub struct Claim {
     pub holds_at: f64,
     /// The tip promises the same training: a clearly worse loss makes it hold only partly.
     pub same_training: bool,
+    /// Steps a run takes.
+    pub steps: usize,
+    /// Why it comes out the way it does, in two sentences.
+    pub mechanism: &'static str,
 }
 
 /// A setting: its config field, how the page labels it, its values and what it does.
@@ -88,6 +116,10 @@ pub fn claims() -> impl Iterator<Item = (&'static Entry, &'static Claim)> {
 
 use Metric::*;
 
+/// Steps of a claim's runs unless it says otherwise: enough for the steps after the first
+/// (which creates the optimizer's state) to give a median and a spread.
+const STEPS: usize = 12;
+
 const fn claim(
     folklore: &'static str,
     preset: &'static str,
@@ -105,6 +137,18 @@ const fn claim(
         metric,
         holds_at,
         same_training,
+        steps: STEPS,
+        mechanism: "",
+    }
+}
+
+impl Claim {
+    const fn because(self, mechanism: &'static str) -> Self {
+        Self { mechanism, ..self }
+    }
+
+    const fn steps(self, steps: usize) -> Self {
+        Self { steps, ..self }
     }
 }
 
@@ -129,64 +173,114 @@ const fn entry(
 pub const CATALOG: &[Entry] = &[
     entry("batch_size", "batch size", &[], "samples per optimizer step", &[
         claim("halve the batch, halve the activation memory", "spiral-mlp",
-            &[], &["batch_size=256"], PeakInUse, 0.7, false),
+            &[], &["batch_size=256"], PeakInUse, 0.7, false)
+            .because("Activations are kept per sample for backward, so they scale with the batch. \
+             Parameters, gradients and optimizer state do not, so the whole peak falls by less \
+             than half."),
     ]),
     entry("eval_batch_size", "eval batch size", &[], "samples per evaluation batch", &[
         claim("keep the eval batch small", "spiral-mlp",
-            &["eval_batch_size=1024"], &["eval_batch_size=128"], EvalPeak, 0.7, true),
+            &["eval_batch_size=1024", "eval_every=3"], &["eval_batch_size=128", "eval_every=3"],
+            EvalPeak, 0.7, true)
+            .because("Evaluation holds one batch's inputs and layer outputs at a time, so its \
+             peak scales with the eval batch. Without a graph each layer's input is freed once \
+             its output exists."),
     ]),
     entry("strategies.grad_accumulation", "gradient accumulation (k)", &[],
         "k micro-batches per optimizer step, each loss scaled by its share", &[
         claim("accumulate gradients: same step, ~1/k activations", "spiral-mlp",
-            &[], &["strategies.grad_accumulation=4"], PeakInUse, 0.6, true),
+            &[], &["strategies.grad_accumulation=4"], PeakInUse, 0.6, true)
+            .because("Each of the k passes holds only its micro-batch's activations, and their \
+             gradients add up to the whole batch's. The summed gradients stay alive across the \
+             passes, so the peak falls by less than k."),
     ]),
     Entry {
         f16_choices: &["f16", "f16_unscaled"],
         ..entry("strategies.mixed_precision", "mixed precision", &["off", "f16", "f16_unscaled"],
-        "f16: f16 compute from f32 master weights with a loss scaler; f16_unscaled: model.half()", &[
+        "f16: f16 compute from f32 master weights with a loss scaler; f16_unscaled: \
+         model.half()", &[
         claim("fp16 with a loss scaler halves activation memory", "spiral-mlp",
-            &[], &["strategies.mixed_precision=f16"], PeakInUse, 0.75, true),
+            &[], &["strategies.mixed_precision=f16"], PeakInUse, 0.75, true)
+            .because("Activations computed in f16 take half the bytes. The f32 master weights, \
+             their gradients and the optimizer state stay f32, and each pass keeps an f16 copy of \
+             the weights for backward."),
         claim("fp16 without a scaler trains as well", "spiral-mlp",
-            &[], &["strategies.mixed_precision=f16_unscaled"], FinalLoss, 1.1, false),
+            &[], &["strategies.mixed_precision=f16_unscaled"], FinalLoss, 1.1, false)
+            .because("Without loss scaling small gradients flush to zero in f16. Adam's epsilon \
+             (1e-8) is 0 in f16, so its update can divide by zero and the weights become NaN.")
+            .steps(30),
     ])},
     entry("strategies.eval_mode", "evaluation mode", &["no_grad", "autodiff"],
         "no_grad evaluates without recording a graph; autodiff records one per batch", &[
         claim("evaluate under no_grad or memory balloons", "spiral-mlp",
-            &["strategies.eval_mode=autodiff"], &["strategies.eval_mode=no_grad"], EvalPeak, 0.8,
-            true),
+            &["strategies.eval_mode=autodiff", "eval_every=3"],
+            &["strategies.eval_mode=no_grad", "eval_every=3"], EvalPeak, 0.8, true)
+            .because("Evaluating through autodiff records a graph per batch that keeps every \
+             layer's inputs. Without one, each layer's input is freed as soon as its output \
+             exists."),
     ]),
     entry("strategies.checkpointing", "gradient checkpointing", &["none", "balanced"],
         "balanced: recompute cheap activations in backward instead of keeping them", &[
         claim("checkpointing trades time for activation memory", "spiral-mlp",
-            &[], &["strategies.checkpointing=balanced"], PeakInUse, 0.9, true),
+            &[], &["strategies.checkpointing=balanced"], PeakInUse, 0.9, true)
+            .because("burn's balanced checkpointing keeps the outputs of matmuls and convolutions \
+             and recomputes activations and element-wise ops in backward. Each dense layer then \
+             keeps one tensor for backward instead of two."),
     ]),
-    entry("strategies.loss_bookkeeping", "loss bookkeeping", &["scalar", "graph"],
-        "graph keeps every step's loss, logits and layer outputs (total_loss += loss)", &[
+    entry("strategies.loss_bookkeeping", "loss bookkeeping", &["scalar", "tensor", "outputs"],
+        "what the loop keeps each step: loss.item(), the loss tensor summed (total_loss += loss), \
+         or the outputs appended to a list", &[
+        // SGD on both sides: burn 0.22's Adam itself keeps about 1 KiB more every step, which
+        // would blur what the bookkeeping adds.
         claim("sum loss.item(), not the loss tensor", "spiral-mlp",
-            &["strategies.loss_bookkeeping=graph"], &["strategies.loss_bookkeeping=scalar"],
-            PeakInUse, 0.5, true),
+            &["strategies.loss_bookkeeping=tensor", "optimizer=sgd", "learning_rate=0.1"],
+            &["strategies.loss_bookkeeping=scalar", "optimizer=sgd", "learning_rate=0.1"],
+            GrowthPerStep, 0.5, true)
+            .because("In PyTorch `total_loss += loss` keeps every step's graph alive. burn frees \
+             a graph's saved tensors in backward whether or not the loss is still referenced, \
+             so the running sum keeps far less: what it does keep is measured here.")
+            .steps(22),
+        claim("keeping every step's outputs leaks memory", "spiral-mlp",
+            &["strategies.loss_bookkeeping=outputs", "optimizer=sgd", "learning_rate=0.1"],
+            &["strategies.loss_bookkeeping=scalar", "optimizer=sgd", "learning_rate=0.1"],
+            GrowthPerStep, 0.5, true)
+            .because("A kept output holds its logits on the device after backward, though burn \
+             has freed the rest of its graph. Memory grows by one logits tensor every step.")
+            .steps(22),
     ]),
     entry("strategies.inplace_activation", "in-place activation", &["true", "false"],
         "false: the activation writes a copy while its input stays alive", &[
         claim("ReLU(inplace=True) saves memory", "spiral-mlp",
             &["strategies.inplace_activation=false"], &["strategies.inplace_activation=true"],
-            PeakInUse, 0.95, true),
+            PeakInUse, 0.95, true)
+            .because("burn's ReLU keeps its input for backward and the next layer keeps its \
+             output, so in training neither buffer can be reused. burn reuses a buffer only when \
+             no one else holds it, as in a pass without a graph."),
     ]),
     entry("strategies.free_cache", "free cached memory", &["never", "step", "epoch"],
         "hand the allocator's unused pages back after every step or epoch", &[
         claim("empty_cache() frees GPU memory", "spiral-mlp",
-            &[], &["strategies.free_cache=step"], PeakReserved, 0.8, true),
+            &[], &["strategies.free_cache=step"], PeakReserved, 0.8, true)
+            .because("Releasing the cache hands unused pages back, which lowers reserved memory \
+             between steps. Bytes in use are untouched, and the next step allocates its pages \
+             again."),
     ]),
     entry("strategies.data_residency", "data residency", &["host", "device"],
         "device: the training split lives on the GPU and batches are gathered there", &[
         claim("keep the data on the GPU: faster steps", "spiral-mlp",
-            &[], &["strategies.data_residency=device"], MsPerStep, 0.95, true),
+            &[], &["strategies.data_residency=device"], MsPerStep, 0.95, true)
+            .because("A resident split saves each step's copy of the batch from host memory, at \
+             the cost of the split's bytes. How much that saves depends on how the copy compares \
+             with the step's compute."),
     ]),
     entry("strategies.memory_pool", "allocator pools", &["subslices", "exclusive"],
         "subslices: small allocations share pages; exclusive: a page each (fixed when the device \
          starts)", &[
         claim("tune the allocator's split size against fragmentation", "spiral-mlp",
-            &[], &["strategies.memory_pool=exclusive"], PeakReserved, 0.9, true),
+            &[], &["strategies.memory_pool=exclusive"], PeakReserved, 0.9, true)
+            .because("Exclusive pages are sized to each allocation in buckets, so less of each \
+             page sits unused. Sub-sliced pools carve small tensors out of large shared pages and \
+             reserve in large steps."),
     ]),
     Entry {
         f16_choices: &["f16"],
@@ -194,33 +288,56 @@ pub const CATALOG: &[Entry] = &[
         "f16: model.half(), gradients and optimizer state too; int8: quantized copy for \
          evaluation", &[
         claim("model.half() halves the model", "spiral-mlp",
-            &[], &["strategies.weight_dtype=f16"], WeightBytes, 0.55, true),
+            &[], &["strategies.weight_dtype=f16"], WeightBytes, 0.55, true)
+            .because("f16 weights take two bytes each instead of four. Their gradients and the \
+             optimizer state follow them into f16."),
         claim("int8 weights: a quarter of the bytes, same accuracy", "spiral-mlp",
-            &[], &["strategies.weight_dtype=int8"], EvalWeightBytes, 0.3, true),
+            &[], &["strategies.weight_dtype=int8"], EvalWeightBytes, 0.3, true)
+            .because("burn packs four int8 weights into each 32-bit word with one f32 scale per \
+             tensor. Biases and matrices whose last dimension is not a multiple of 4 stay f32."),
     ])},
     entry("strategies.kernels", "kernels", &["burn", "fused"],
         "fused: vramlab's own WGSL step for a ReLU MLP (3L+1 dispatches, no autodiff graph)", &[
         claim("fused kernels keep fewer intermediates", "spiral-mlp",
-            &[], &["strategies.kernels=fused"], PeakInUse, 0.8, true),
+            &[], &["strategies.kernels=fused"], PeakInUse, 0.8, true)
+            .because("The fused step keeps each layer's output and its gradient and nothing else. \
+             burn's autodiff also keeps each op's saved inputs and the unfused optimizer's \
+             temporaries."),
+    ]),
+    entry("optimizer", "optimizer", &["sgd", "momentum", "adam"],
+        "sgd keeps no state, momentum one velocity per parameter, adam two moments", &[
+        claim("SGD instead of Adam saves two copies of the parameters", "spiral-mlp",
+            &["optimizer=adam"], &["optimizer=sgd"], OptimizerState, 0.1, false)
+            .because("Adam keeps a first and a second moment for every parameter, in the \
+             parameters' precision. Plain SGD keeps nothing between steps."),
     ]),
     entry("budget", "memory budget", &[],
         "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's \
          largest buffer; empty for none", &[
         claim("cap the memory fraction to behave like a smaller GPU", "spiral-mlp",
-            &[], &[], StopsUnderBudget, 1.0, false),
+            &[], &[], StopsUnderBudget, 1.0, false)
+            .because("cubecl has no memory cap to set, so vramlab holds the allocator's \
+             high-water mark to the budget at every check point and stops the step that passes \
+             it. The device is left as a fresh process would find it."),
     ]),
     entry("model.hidden", "hidden widths", &[], "the MLP's hidden layer widths", &[
         claim("a smaller model needs less memory", "spiral-mlp",
-            &[], &["model.hidden=[64,64]"], PeakInUse, 0.5, false),
+            &[], &["model.hidden=[64,64]"], PeakInUse, 0.5, false)
+            .because("Narrower layers mean fewer parameters, gradients and optimizer state. Each \
+             sample's activations shrink with them."),
     ]),
     entry("model.kind", "model", &["mlp", "cnn", "gru", "lstm", "transformer"],
         "the model family", &[
         claim("GRU instead of LSTM saves memory", "sort-lstm",
-            &[], &["model.kind=gru"], PeakInUse, 0.9, false),
+            &[], &["model.kind=gru"], PeakInUse, 0.9, false)
+            .because("A GRU has three gates to an LSTM's four. It keeps fewer intermediate \
+             tensors per time step for backward."),
     ]),
     entry("data.seq_len", "sequence length", &[], "tokens per input sequence", &[
         claim("shorter sequences need less memory", "sort-gru",
-            &["data.seq_len=16"], &["data.seq_len=8"], PeakInUse, 0.75, false),
+            &["data.seq_len=16"], &["data.seq_len=8"], PeakInUse, 0.75, false)
+            .because("A recurrent model keeps its gates' tensors for every time step. Its \
+             activations grow linearly with the sequence's length."),
     ]),
 ];
 

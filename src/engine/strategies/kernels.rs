@@ -57,7 +57,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     if s.loss_bookkeeping != LossBookkeeping::Scalar {
         return needs(
             "strategies.loss_bookkeeping",
-            "loss_bookkeeping = scalar (no graph to keep)",
+            "loss_bookkeeping = scalar (its step reads losses back itself)",
         );
     }
     if s.eval_mode != EvalMode::NoGrad {

@@ -90,14 +90,13 @@ pub trait Strategy {
     fn keeps_activation_inputs(&self) -> bool {
         false
     }
-    /// Wants each training pass's activated layer outputs (flattened to `[batch, -1]`) and
-    /// logits handed to [`Self::after_backward`].
-    fn wants_pass_outputs(&self) -> bool {
+    /// Wants each training pass's logits handed to [`Self::after_backward`].
+    fn keeps_logits(&self) -> bool {
         false
     }
     /// A training pass's backward is done: its loss (not detached) and, when asked for, its
-    /// layer outputs and logits. `step` is 1-based.
-    fn after_backward(&mut self, _step: usize, _loss: &Tensor<1>, _outputs: &[Tensor<2>]) {}
+    /// logits. `step` is 1-based.
+    fn after_backward(&mut self, _step: usize, _loss: &Tensor<1>, _logits: Option<&Tensor<2>>) {}
     /// The loss backward runs from.
     fn backward_loss(&self, loss: Tensor<1>) -> Tensor<1> {
         loss
@@ -200,13 +199,13 @@ impl Hooks {
         self.list.iter().any(|s| s.keeps_activation_inputs())
     }
 
-    pub fn wants_pass_outputs(&self) -> bool {
-        self.list.iter().any(|s| s.wants_pass_outputs())
+    pub fn keeps_logits(&self) -> bool {
+        self.list.iter().any(|s| s.keeps_logits())
     }
 
-    pub fn after_backward(&mut self, step: usize, loss: &Tensor<1>, outputs: &[Tensor<2>]) {
+    pub fn after_backward(&mut self, step: usize, loss: &Tensor<1>, logits: Option<&Tensor<2>>) {
         for s in &mut self.list {
-            s.after_backward(step, loss, outputs);
+            s.after_backward(step, loss, logits);
         }
     }
 

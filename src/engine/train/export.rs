@@ -1,6 +1,7 @@
-//! A run as a table: one row per step, the loss, the step time, and every allocator figure of
-//! every phase. The CLI writes it as timeline.csv (through the csv crate) and the page offers it
-//! for download, so both give the same columns.
+//! A run as a table: one row per step, the loss, the step time, every allocator reading of
+//! every phase, then the step's high-water marks and each phase's. The CLI writes it as
+//! timeline.csv (through the csv crate) and the page offers it for download, so both give the
+//! same columns.
 
 use crate::engine::phase::Phase;
 
@@ -17,6 +18,11 @@ impl Timeline {
                 header.push(format!("{}_{field}", phase.name()));
             }
         }
+        header.push("high_water_in_use_bytes".into());
+        header.push("high_water_reserved_bytes".into());
+        for phase in Phase::ALL {
+            header.push(format!("{}_high_water_in_use_bytes", phase.name()));
+        }
         let mut rows = vec![header];
         for step in &self.steps {
             let mut row = vec![
@@ -32,6 +38,15 @@ impl Timeline {
                     ),
                     None => row.extend(std::iter::repeat_n(String::new(), READING_FIELDS.len())),
                 }
+            }
+            row.push(step.high_water.in_use_bytes.to_string());
+            row.push(step.high_water.reserved_bytes.to_string());
+            for phase in Phase::ALL {
+                row.push(
+                    step.phase_high_water
+                        .get(&phase)
+                        .map_or(String::new(), |mark| mark.in_use_bytes.to_string()),
+                );
             }
             rows.push(row);
         }

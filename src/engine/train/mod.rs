@@ -2,10 +2,11 @@
 
 mod export;
 pub(crate) mod optimizer;
+mod pace;
 pub mod records;
 mod run;
 mod tap;
 mod trainer;
 
 pub use records::{EvalRecord, PredictedBytes, StepRecord, Summary, Timeline};
-pub use run::{Run, StepOutcome, train};
+pub use run::{LOSS_READBACK_EVERY, Run, StepOutcome, train};

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{MemorySampling, RunConfig, Strategies};
 use crate::engine::device::AdapterInfo;
-use crate::engine::memory::{MemoryPrediction, MemoryReading};
+use crate::engine::memory::meter::StepMemory;
+use crate::engine::memory::{HighWater, MemoryPrediction, MemoryReading};
 use crate::engine::outcome::Fallback;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::Report;
@@ -20,11 +21,17 @@ pub struct StepRecord {
     pub loss: Option<f32>,
     /// Wall time of forward, backward and optimizer (and of the readings in `phase` mode).
     pub ms: f64,
-    /// The allocator after each sampled phase.
+    /// Each sampled phase's largest allocator reading at its check points.
     pub phases: BTreeMap<Phase, MemoryReading>,
-    /// The step's peak in use: the largest of its readings (eval included when it ran), not a
-    /// true high-water mark.
+    /// The largest of the step's readings (eval included when it ran): what a reading at each
+    /// check point saw, not the high-water mark.
     pub peak_in_use_bytes: u64,
+    /// The most the allocator held during the step (eval included when it ran), between and at
+    /// its check points (see `Summary::high_water_is`).
+    pub high_water: HighWater,
+    /// Each phase's high-water mark, for the phases check points bound: all of them with
+    /// per-phase sampling, the evaluation always.
+    pub phase_high_water: BTreeMap<Phase, HighWater>,
     /// The loss scale the step's backward used (`mixed_precision` = `f16` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_scale: Option<f32>,
@@ -34,13 +41,15 @@ pub struct StepRecord {
 }
 
 impl StepRecord {
-    pub(crate) fn new(step: usize, ms: f64, phases: BTreeMap<Phase, MemoryReading>) -> Self {
+    pub(crate) fn new(step: usize, ms: f64, memory: StepMemory) -> Self {
         let mut record = Self {
             step,
             loss: None,
             ms,
-            phases,
+            phases: memory.readings,
             peak_in_use_bytes: 0,
+            high_water: memory.step_high_water,
+            phase_high_water: memory.high_water,
             loss_scale: None,
             skipped: false,
         };
@@ -48,9 +57,11 @@ impl StepRecord {
         record
     }
 
-    /// Add a reading taken after the step proper (the evaluation).
-    pub(crate) fn add_reading(&mut self, phase: Phase, reading: MemoryReading) {
-        self.phases.insert(phase, reading);
+    /// Add the evaluation that ended the step: its largest reading and its high-water mark.
+    pub(crate) fn add_eval(&mut self, reading: MemoryReading, high_water: HighWater) {
+        self.phases.insert(Phase::Eval, reading);
+        self.phase_high_water.insert(Phase::Eval, high_water);
+        self.high_water = self.high_water.max(high_water);
         self.refresh_peak();
     }
 
@@ -64,15 +75,25 @@ impl StepRecord {
     }
 }
 
+/// JSON has no NaN: serde_json writes it as `null`, so read `null` back as NaN.
+fn nan_from_null<'de, D: serde::Deserializer<'de>>(reader: D) -> Result<f32, D::Error> {
+    Option::<f32>::deserialize(reader).map(|value| value.unwrap_or(f32::NAN))
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct EvalRecord {
     /// The step after which the test split was evaluated.
     pub step: usize,
+    /// NaN when training diverged (written as `null`).
+    #[serde(deserialize_with = "nan_from_null")]
     pub loss: f32,
+    #[serde(deserialize_with = "nan_from_null")]
     pub accuracy: f32,
     pub ms: f64,
     /// Largest reading over the evaluation batches.
     pub memory: MemoryReading,
+    /// The most the allocator held while evaluating.
+    pub high_water: HighWater,
 }
 
 /// Bytes by category, as the analytic model predicts them.
@@ -95,9 +116,19 @@ pub struct Summary {
     /// Accuracy on the test split at the last evaluation (per token for sequence tasks).
     pub eval_accuracy: Option<f32>,
     pub eval_loss: Option<f32>,
-    /// Largest in-use reading over all sampled phases: a maximum of samples, not a true
+    /// Largest in-use reading over all sampled phases: a maximum of samples, not the
     /// high-water mark (temporaries between two readings are not seen).
     pub peak_in_use_bytes: u64,
+    /// The most bytes in use the allocator held over the run, training and evaluation: see
+    /// `high_water_is` for how it was read.
+    pub high_water_in_use_bytes: u64,
+    /// The most bytes the allocator's pools held over the run.
+    pub high_water_reserved_bytes: u64,
+    /// Each phase's high-water of bytes in use, over the steps whose check points bound it.
+    pub high_water_in_use_by_phase: BTreeMap<Phase, u64>,
+    /// How the high-water figures were taken: at every kernel launch, or (where the device has
+    /// no launch observer) the largest reading.
+    pub high_water_is: String,
     /// Largest reserved reading over all sampled phases.
     pub peak_reserved_bytes: u64,
     /// Largest padding inside live allocations over the readings.
@@ -113,8 +144,13 @@ pub struct Summary {
     pub peak_in_use_by_phase: BTreeMap<Phase, u64>,
     pub predicted_peak_bytes: u64,
     pub predicted: PredictedBytes,
-    /// Median over steps 2.. (the first step compiles kernels).
+    /// Median over steps 2.. (the first step compiles kernels) of each step's `ms`: to the
+    /// step's end-of-step sync natively, to its queueing in the browser.
     pub median_step_ms: f64,
+    /// Median ms per step of finished work, timed between awaited loss readbacks (see
+    /// `train::pace`); `None` when the run had fewer than two readbacks.
+    #[serde(default)]
+    pub completed_step_ms: Option<f64>,
     pub first_step_ms: f64,
     pub memory_sampling: MemorySampling,
     pub peak_is: String,
@@ -126,7 +162,7 @@ pub struct Summary {
     pub loss_scale: Option<f32>,
     /// Steps the loss scaler skipped because a gradient was inf or NaN.
     pub skipped_steps: usize,
-    /// Bytes `loss_bookkeeping` = `graph` holds on purpose at the end of the run.
+    /// Bytes `loss_bookkeeping` = `outputs` holds on purpose at the end of the run.
     pub leaked_bytes: u64,
     /// Per activated layer, in use right after its activation in a no-grad forward pass of
     /// one training batch, minus in use before that pass (MLP and CNN; see
@@ -143,6 +179,9 @@ pub struct Summary {
 /// What the run measured besides its steps, and what the strategies report.
 pub(crate) struct Measured {
     pub report: Report,
+    /// Whether the high-water marks were read at every kernel launch.
+    pub launches_watched: bool,
+    pub completed_step_ms: Option<f64>,
     pub activation_layers_in_use: Vec<u64>,
     pub weight_bytes: u64,
     /// In use when the run started.
@@ -160,9 +199,16 @@ impl Summary {
         measured: Measured,
     ) -> Self {
         let mut by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
+        let mut high_water_by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
+        let mut high_water = HighWater::default();
         let mut peak = MemoryReading::default();
         let mut most_reserved = MemoryReading::default();
         for record in steps {
+            high_water = high_water.max(record.high_water);
+            for (&phase, mark) in &record.phase_high_water {
+                let slot = high_water_by_phase.entry(phase).or_default();
+                *slot = (*slot).max(mark.in_use_bytes);
+            }
             for (&phase, &reading) in &record.phases {
                 let slot = by_phase.entry(phase).or_default();
                 *slot = (*slot).max(reading.in_use_bytes);
@@ -189,6 +235,16 @@ impl Summary {
             eval_accuracy: last_eval.map(|e| e.accuracy),
             eval_loss: last_eval.map(|e| e.loss),
             peak_in_use_bytes: peak.in_use_bytes,
+            high_water_in_use_bytes: high_water.in_use_bytes,
+            high_water_reserved_bytes: high_water.reserved_bytes,
+            high_water_in_use_by_phase: high_water_by_phase,
+            high_water_is: if measured.launches_watched {
+                "the allocator read at every kernel launch and check point (misses only an \
+                 allocation freed before any later launch)"
+            } else {
+                "the largest reading (step sampling without a budget does not read at every launch)"
+            }
+            .into(),
             peak_reserved_bytes: peak.reserved_bytes,
             peak_padding_bytes: peak.padding_bytes,
             unused_reserved_fraction,
@@ -203,6 +259,7 @@ impl Summary {
                 activations: prediction.activations,
             },
             median_step_ms: median(steps.iter().skip(1).map(|r| r.ms)),
+            completed_step_ms: measured.completed_step_ms,
             first_step_ms: steps.first().map_or(0.0, |r| r.ms),
             memory_sampling: config.memory_sampling,
             peak_is: match config.memory_sampling {
@@ -244,4 +301,26 @@ pub struct Timeline {
     pub predicted_layers: Vec<crate::engine::memory::LayerEstimate>,
     pub steps: Vec<StepRecord>,
     pub evals: Vec<EvalRecord>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diverged_evaluation_round_trips_through_json() {
+        let eval = EvalRecord {
+            step: 3,
+            loss: f32::NAN,
+            accuracy: 0.5,
+            ms: 1.0,
+            memory: MemoryReading::default(),
+            high_water: HighWater::default(),
+        };
+        let json = serde_json::to_string(&eval).unwrap();
+        assert!(json.contains("\"loss\":null"), "{json}");
+        let back: EvalRecord = serde_json::from_str(&json).unwrap();
+        assert!(back.loss.is_nan());
+        assert_eq!(back.accuracy, 0.5);
+    }
 }

@@ -16,12 +16,13 @@ use crate::engine::phase::Phase;
 use crate::engine::strategies::{Hooks, Setup};
 use crate::engine::suggest;
 
+use super::pace::Pace;
 use super::records::{EvalRecord, Measured, StepRecord, Summary, Timeline};
 use super::trainer::{Context, Trainer};
 
 /// Losses are read back in groups of this many steps: a readback waits for the device, and
 /// waiting every step would serialise the host and the GPU.
-const LOSS_READBACK_EVERY: usize = 10;
+pub const LOSS_READBACK_EVERY: usize = 10;
 
 /// What a call to [`Run::step`] did.
 #[derive(Clone, Debug)]
@@ -44,6 +45,7 @@ pub struct Run {
     steps: Vec<StepRecord>,
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
+    pace: Pace,
 }
 
 impl Run {
@@ -90,6 +92,7 @@ impl Run {
             steps: Vec::new(),
             evals: Vec::new(),
             latest_loss: None,
+            pace: Pace::default(),
             ctx: Context {
                 config,
                 gpu: gpu.clone(),
@@ -138,7 +141,7 @@ impl Run {
     async fn advance(&mut self, step: usize) -> Result<StepOutcome, EngineError> {
         let config = &self.ctx.config;
         let started = Instant::now();
-        self.ctx.meter.take_phases();
+        self.ctx.meter.begin_step();
         let picked = self.order.next_indices(config.batch_size);
         let last_of_epoch = self.order.epoch_ends(config.batch_size);
         self.trainer.step(&mut self.ctx, step - 1, &picked).await?;
@@ -149,7 +152,7 @@ impl Run {
         let end = ctx.meter.read(Phase::Optimizer, Site::OptimizerStep)?;
         ctx.meter.keep(Phase::Optimizer, end);
         let ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut record = StepRecord::new(step, ms, ctx.meter.take_phases());
+        let mut record = StepRecord::new(step, ms, ctx.meter.take_step());
         let notes = ctx.hooks.notes();
         record.loss_scale = notes.loss_scale;
         record.skipped = notes.skipped;
@@ -158,17 +161,22 @@ impl Run {
         let config = &self.ctx.config;
         let last = step == config.steps;
         let eval_due = last || (config.eval_every > 0 && step.is_multiple_of(config.eval_every));
-        if last || eval_due || self.trainer.pending_losses() >= LOSS_READBACK_EVERY {
+        let read_back = eval_due || self.trainer.pending_losses() >= LOSS_READBACK_EVERY;
+        if read_back {
             self.read_back_losses().await?;
+            self.pace.completed(step);
         }
         let eval = if eval_due {
             let eval = self.evaluate(step).await?;
-            self.steps[step - 1].add_reading(Phase::Eval, eval.memory);
+            self.steps[step - 1].add_eval(eval.memory, eval.high_water);
             self.evals.push(eval.clone());
             Some(eval)
         } else {
             None
         };
+        if read_back {
+            self.pace.restart(step);
+        }
         Ok(StepOutcome {
             record: self.steps[step - 1].clone(),
             eval,
@@ -193,6 +201,7 @@ impl Run {
             accuracy: done.accuracy,
             ms: started.elapsed().as_secs_f64() * 1e3,
             memory: done.memory,
+            high_water: self.ctx.meter.take_step().step_high_water,
         })
     }
 
@@ -215,6 +224,7 @@ impl Run {
     pub async fn finish(mut self) -> Result<Timeline, EngineError> {
         self.read_back_losses().await?;
         let activation_layers_in_use = self.trainer.probe_activations(&mut self.ctx).await?;
+        let launches_watched = self.ctx.meter.watches_launches();
         let Context {
             config,
             gpu,
@@ -230,6 +240,8 @@ impl Run {
             &self.evals,
             Measured {
                 report: hooks.report(),
+                launches_watched,
+                completed_step_ms: self.pace.median_ms(),
                 activation_layers_in_use,
                 weight_bytes: self.weight_bytes,
                 baseline: self.baseline,

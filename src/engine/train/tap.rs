@@ -1,6 +1,7 @@
 //! The training loop's side of a forward pass: at each activation, keep the input alive when a
-//! strategy asks, read the allocator (budget checks, per-layer probes), and collect the layer's
-//! output for strategies that keep it.
+//! strategy asks, and read the allocator when probing layer by layer. (Budget checks need no
+//! reading here: the meter's high-water mark sees every launch between its check points, and
+//! a sync per layer would change what burn's fusion does.)
 
 use burn::nn::activation::Activation;
 use burn::tensor::Tensor;
@@ -8,21 +9,15 @@ use burn::tensor::Tensor;
 use crate::engine::error::EngineError;
 use crate::engine::memory::meter::Meter;
 use crate::engine::models::LayerHook;
-use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 
 pub(crate) struct LayerTap<'m> {
     keep_inputs: bool,
     meter: &'m mut Meter,
-    /// Check the budget after each activation, blaming this phase.
-    budget: Option<Phase>,
     /// In use after each activation (a reading without a budget check).
     probe: Option<Vec<u64>>,
-    /// Activated outputs, flattened to `[batch, -1]`, for the strategies that keep them.
-    outputs: Option<Vec<Tensor<2>>>,
-    /// The first failed check or reading; the pass runs on and the caller returns it.
+    /// The first failed reading; the pass runs on and the caller returns it.
     breach: Option<EngineError>,
-    layers: usize,
 }
 
 impl<'m> LayerTap<'m> {
@@ -30,17 +25,9 @@ impl<'m> LayerTap<'m> {
         Self {
             keep_inputs,
             meter,
-            budget: None,
             probe: None,
-            outputs: None,
             breach: None,
-            layers: 0,
         }
-    }
-
-    pub fn checking_budget(mut self, phase: Phase) -> Self {
-        self.budget = Some(phase);
-        self
     }
 
     pub fn probing(mut self) -> Self {
@@ -48,19 +35,11 @@ impl<'m> LayerTap<'m> {
         self
     }
 
-    pub fn collecting(mut self, outputs: bool) -> Self {
-        self.outputs = outputs.then(Vec::new);
-        self
-    }
-
-    /// After the pass: the collected outputs and probe readings, or the first failure.
-    pub fn finish(self) -> Result<(Vec<Tensor<2>>, Vec<u64>), EngineError> {
+    /// After the pass: the probe's readings, or the first failure.
+    pub fn finish(self) -> Result<Vec<u64>, EngineError> {
         match self.breach {
             Some(err) => Err(err),
-            None => Ok((
-                self.outputs.unwrap_or_default(),
-                self.probe.unwrap_or_default(),
-            )),
+            None => Ok(self.probe.unwrap_or_default()),
         }
     }
 }
@@ -69,10 +48,6 @@ impl LayerTap<'_> {
     fn read_after_activation(&mut self) -> Result<(), EngineError> {
         if let Some(readings) = &mut self.probe {
             readings.push(self.meter.peek(Phase::Eval)?.in_use_bytes);
-        }
-        if let Some(phase) = self.budget {
-            self.meter
-                .check_budget(phase, Site::LayerOutput(self.layers))?;
         }
         Ok(())
     }
@@ -85,15 +60,10 @@ impl LayerHook for LayerTap<'_> {
         } else {
             (activation.forward(x), None)
         };
-        self.layers += 1;
         if self.breach.is_none() {
             self.breach = self.read_after_activation().err();
         }
         drop(kept_input);
-        if let Some(outputs) = &mut self.outputs {
-            let batch = output.dims()[0] as i32;
-            outputs.push(output.clone().reshape([batch, -1]));
-        }
         output
     }
 }

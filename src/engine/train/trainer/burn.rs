@@ -120,13 +120,10 @@ impl BurnTrainer {
                 .batch(pass, device)
                 .unwrap_or_else(|| data.train.batch(pass, data.targets_per_sample, device));
             meter.checkpoint(Phase::Upload, Site::BatchUpload)?;
-            let keep = hooks.wants_pass_outputs();
-            let mut tap = LayerTap::new(hooks.keeps_activation_inputs(), meter)
-                .checking_budget(Phase::Forward)
-                .collecting(keep);
+            let mut tap = LayerTap::new(hooks.keeps_activation_inputs(), meter);
             let logits = forward(hooks, model, &batch.inputs, &mut tap);
-            let (mut kept, _) = tap.finish()?;
-            let held_logits = keep.then(|| logits.clone());
+            tap.finish()?;
+            let kept_logits = hooks.keeps_logits().then(|| logits.clone());
             let mut loss = self.loss.forward(logits, batch.targets);
             if pass.len() != picked.len() {
                 // A pass's mean loss counts by its share of the batch, so the summed gradients
@@ -140,8 +137,7 @@ impl BurnTrainer {
                 GradientsParams::from_grads(backward_from.backward(), model),
             );
             meter.checkpoint(Phase::Backward, Site::Gradients)?;
-            kept.extend(held_logits);
-            hooks.after_backward(index + 1, &loss, &kept);
+            hooks.after_backward(index + 1, &loss, kept_logits.as_ref());
             step_loss = Some(add_to(step_loss, loss.detach()));
         }
         Ok((
@@ -195,20 +191,11 @@ impl BurnTrainer {
             let Batch {
                 inputs, targets, ..
             } = split.range_batch(start, len, per_sample, &device);
-            let mut tap =
-                LayerTap::new(hooks.keeps_activation_inputs(), meter).checking_budget(Phase::Eval);
-            // Without a graph, each layer's input is freed once its output exists: the eval
-            // peak is inside the forward pass, not after it, so read after every activation.
-            // The first batch is the largest, so its pass sets the peak; later ones skip the
-            // syncs.
-            if start == 0 {
-                tap = tap.probing();
-            }
+            // Without a graph each layer's input is freed once its output exists, so the
+            // evaluation's peak is inside the forward pass: the meter's high-water mark sees it.
+            let mut tap = LayerTap::new(hooks.keeps_activation_inputs(), meter);
             let logits = forward(hooks, &model, &inputs, &mut tap);
-            let (_, inside) = tap.finish()?;
-            for in_use in inside {
-                memory.in_use_bytes = memory.in_use_bytes.max(in_use);
-            }
+            tap.finish()?;
             memory = memory.max(meter.read(Phase::Eval, Site::EvalLogits)?);
             let targets_n = targets.dims()[0];
             // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
@@ -257,7 +244,7 @@ impl BurnTrainer {
         let before = ctx.meter.peek(Phase::Eval)?.in_use_bytes;
         let mut tap = LayerTap::new(ctx.hooks.keeps_activation_inputs(), &mut ctx.meter).probing();
         drop(forward(&ctx.hooks, &model, &batch.inputs, &mut tap));
-        let (_, readings) = tap.finish()?;
+        let readings = tap.finish()?;
         Ok(readings
             .into_iter()
             .map(|bytes| bytes.saturating_sub(before))

@@ -5,8 +5,9 @@
 use burn::cubecl::server::Handle;
 
 use crate::engine::data::{HostInputs, Split, gather};
+use crate::engine::device::cube_client;
 use crate::engine::error::EngineError;
-use crate::engine::fused::{FusedMlp, client_of};
+use crate::engine::fused::FusedMlp;
 use crate::engine::memory::MemoryReading;
 use crate::engine::models::{Mlp, Model};
 use crate::engine::outcome::Site;
@@ -78,7 +79,7 @@ impl FusedTrainer {
     /// memory pool, so both kernel paths start from the same point.
     async fn ready(&mut self, ctx: &Context) -> Result<&mut FusedMlp, EngineError> {
         if let Weights::Initial(mlp) = &self.weights {
-            let client = client_of(&ctx.gpu.device)
+            let client = cube_client(&ctx.gpu.device)
                 .ok_or_else(|| device_error("setup", "kernels = fused needs a wgpu device"))?;
             let fused = FusedMlp::from_mlp(mlp, client, ctx.config.optimizer)
                 .await
@@ -176,7 +177,7 @@ impl FusedTrainer {
     /// use before it (the fused step keeps exactly these).
     pub async fn probe_activations(&mut self, ctx: &mut Context) -> Result<Vec<u64>, EngineError> {
         let fused = self.ready(ctx).await?;
-        let meter = &ctx.meter;
+        let meter = &mut ctx.meter;
         let len = ctx.config.batch_size.min(ctx.data.train.len);
         let indices: Vec<usize> = (0..len).collect();
         let before = meter.peek(Phase::Eval)?.in_use_bytes;

@@ -1,0 +1,159 @@
+//! The allocator's high-water mark: the most it held, read at every kernel launch.
+//!
+//! cubecl keeps no peak of bytes in use, and a reading at a phase's end misses what lived only
+//! inside the phase (a matmul's workspace, the optimizer's intermediates). But cubecl tells a
+//! process-wide launch observer of every kernel just before submitting it, after the buffers it
+//! reads and writes were allocated: reading the allocator there sees each launch's working set.
+//! What a reading can still miss is an allocation freed again before any later launch, which no
+//! kernel used.
+//!
+//! One observer is installed for the process, once; each run's [`LaunchWatch`] registers with
+//! it while it lives. (cubecl's observer slot is a guard that restores what it replaced when
+//! dropped, so per-run guards dropped out of order, as a page dropping a stale run after
+//! starting a new one would, would silence the new one.) The observer reads through the cubecl
+//! client: burn's own reading would re-enter its fusion server, which is busy launching.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
+use burn::cubecl::MemoryScope;
+use burn::cubecl::client::Client;
+use burn::cubecl::logging::{LaunchObservation, LaunchObserver};
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use super::sampler::MemoryReading;
+use crate::engine::device::cube_client;
+
+/// The most the allocator held over an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HighWater {
+    pub in_use_bytes: u64,
+    pub reserved_bytes: u64,
+}
+
+impl HighWater {
+    pub fn max(self, other: Self) -> Self {
+        Self {
+            in_use_bytes: self.in_use_bytes.max(other.in_use_bytes),
+            reserved_bytes: self.reserved_bytes.max(other.reserved_bytes),
+        }
+    }
+
+    pub fn of(reading: MemoryReading) -> Self {
+        Self {
+            in_use_bytes: reading.in_use_bytes,
+            reserved_bytes: reading.reserved_bytes,
+        }
+    }
+}
+
+/// An interval's high-water mark, and the kernel at whose launch bytes in use peaked.
+struct Interval {
+    mark: HighWater,
+    kernel: Option<&'static str>,
+}
+
+impl Interval {
+    fn from(start: MemoryReading) -> Self {
+        Self {
+            mark: HighWater::of(start),
+            kernel: None,
+        }
+    }
+}
+
+struct Watcher {
+    client: Client,
+    interval: Mutex<Interval>,
+}
+
+/// The runs watching launches now.
+static WATCHERS: Mutex<Vec<Weak<Watcher>>> = Mutex::new(Vec::new());
+static OBSERVER: OnceLock<LaunchObservation> = OnceLock::new();
+
+/// The process's one launch observer: reads the allocator for every live watcher.
+struct Dispatch;
+
+impl LaunchObserver for Dispatch {
+    fn launched(&self, kernel: &'static str) {
+        let live: Vec<Arc<Watcher>> = WATCHERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for watcher in live {
+            let usage = watcher.client.memory_report(MemoryScope::Device).usage();
+            let mut interval = watcher
+                .interval
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if usage.bytes_in_use > interval.mark.in_use_bytes {
+                interval.mark.in_use_bytes = usage.bytes_in_use;
+                interval.kernel = Some(kernel);
+            }
+            interval.mark.reserved_bytes = interval.mark.reserved_bytes.max(usage.bytes_reserved);
+        }
+    }
+}
+
+/// One run's view of the launches: registered while it lives.
+pub struct LaunchWatch {
+    watcher: Arc<Watcher>,
+}
+
+impl LaunchWatch {
+    /// Watch every launch from now on, starting from `start` (a reading just taken). `None`
+    /// when the device has no cubecl client to read.
+    pub fn install(device: &Device, start: MemoryReading) -> Option<Self> {
+        let watcher = Arc::new(Watcher {
+            client: cube_client(device)?,
+            interval: Mutex::new(Interval::from(start)),
+        });
+        OBSERVER.get_or_init(|| LaunchObservation::new(Arc::new(Dispatch)));
+        let mut watchers = WATCHERS.lock().unwrap_or_else(PoisonError::into_inner);
+        watchers.retain(|w| w.strong_count() > 0);
+        watchers.push(Arc::downgrade(&watcher));
+        Some(Self { watcher })
+    }
+
+    /// Drop what was seen since the last restart and start a new interval from what the
+    /// allocator holds now (work between two steps, such as the page's decision grid, belongs
+    /// to neither).
+    pub fn forget(&self) {
+        let usage = self.watcher.client.memory_report(MemoryScope::Device).usage();
+        let now = MemoryReading {
+            in_use_bytes: usage.bytes_in_use,
+            reserved_bytes: usage.bytes_reserved,
+            padding_bytes: usage.bytes_padding,
+            allocs: usage.number_allocs,
+        };
+        *self
+            .watcher
+            .interval
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Interval::from(now);
+    }
+
+    /// The high-water mark since the last restart, counting `now` (a reading just taken after
+    /// the device settled), with the kernel at whose launch bytes in use peaked when a launch
+    /// set it. The next interval starts from `now`.
+    pub fn restart(&self, now: MemoryReading) -> (HighWater, Option<&'static str>) {
+        let mut interval = self
+            .watcher
+            .interval
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ended = std::mem::replace(&mut *interval, Interval::from(now));
+        let kernel = ended
+            .kernel
+            .filter(|_| ended.mark.in_use_bytes > now.in_use_bytes);
+        (ended.mark.max(HighWater::of(now)), kernel)
+    }
+}
+
+/// A kernel's name without its module path and generics.
+pub fn short_kernel_name(name: &str) -> &str {
+    let plain = name.split('<').next().unwrap_or(name);
+    plain.rsplit("::").next().unwrap_or(plain)
+}
