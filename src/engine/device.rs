@@ -27,6 +27,10 @@ pub struct AdapterInfo {
     pub shader_f16: bool,
     /// Largest single buffer the device accepts, in bytes.
     pub max_buffer_size: u64,
+    /// Largest buffer one kernel may bind: cubecl's pages (and so any one tensor) stop here,
+    /// in a dry run too.
+    #[serde(default)]
+    pub max_binding_size: u64,
 }
 
 /// The initialised device (without autodiff) and what it runs on.
@@ -123,6 +127,7 @@ async fn start(pool: MemoryPool) -> Result<Gpu, EngineError> {
             .contains(wgpu::Features::SHADER_F16)
             && device.supports_dtype(FloatDType::F16),
         max_buffer_size: setup.device.limits().max_buffer_size,
+        max_binding_size: setup.device.limits().max_storage_buffer_binding_size,
     };
     let gpu = Gpu {
         device,

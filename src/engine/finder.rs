@@ -11,14 +11,15 @@
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
-use crate::engine::config::Budget;
-use crate::engine::config::RunConfig;
+use crate::engine::config::{Budget, RunConfig, limits};
 use crate::engine::data::split_sizes;
-use crate::engine::device::Gpu;
+use crate::engine::device::{AdapterInfo, Gpu};
+use crate::engine::plan;
 use crate::engine::error::{ConfigError, EngineError};
 use crate::engine::memory::predict;
 use crate::engine::outcome::OutOfMemory;
 use crate::engine::train::Run;
+use crate::engine::validate::Purpose;
 
 /// Steps per trial: the first creates the optimizer's state, the second runs with it alive
 /// (and ends with the evaluation).
@@ -104,6 +105,32 @@ pub struct Question<'a> {
     pub multiple_of: usize,
     /// Stop a search after this many trials; what it found so far is then a lower bound.
     pub max_trials: Option<usize>,
+    /// Trials as runs, or as plans: then the training split does not bound the batch (a plan
+    /// needs no data), the batch limit does.
+    pub purpose: Purpose,
+    /// A bound of the caller's, with its reason: plans stop where a tensor outgrows what the
+    /// adapter can bind (see [`plannable_batch`]).
+    pub largest_batch: Option<(usize, String)>,
+}
+
+/// The largest batch whose tensors `adapter` can bind, for a plan of `config`; `None` when not
+/// even batch 1 can be planned.
+pub fn plannable_batch(config: &RunConfig, adapter: &AdapterInfo) -> Option<usize> {
+    let fits = |batch: usize| {
+        let mut config = config.clone();
+        config.batch_size = batch;
+        config.eval_batch_size = config.eval_batch_size.min(batch);
+        plan::oversized(&config, adapter).is_empty()
+    };
+    if !fits(1) {
+        return None;
+    }
+    let (mut good, mut bad) = (1, limits::BATCH_SIZE.1 + 1);
+    while bad - good > 1 {
+        let mid = (good + bad) / 2;
+        if fits(mid) { good = mid } else { bad = mid }
+    }
+    Some(good)
 }
 
 /// A trial's result: the high-water marks (in use, reserved) of a run that fit, or where it ran
@@ -154,8 +181,15 @@ impl Question<'_> {
     fn bounds(&self) -> (usize, usize) {
         let n = self.multiple_of;
         let lo = self.config.strategies.grad_accumulation.max(1).div_ceil(n) * n;
-        let (train_len, _) = split_sizes(&self.config.data);
-        (lo, train_len / n * n)
+        let most = match self.purpose {
+            Purpose::Run => split_sizes(&self.config.data).0,
+            Purpose::Plan => limits::BATCH_SIZE.1,
+        };
+        let most = self
+            .largest_batch
+            .as_ref()
+            .map_or(most, |(batch, _)| most.min(*batch));
+        (lo, most / n * n)
     }
 
     fn config_for(&self, batch: usize, steps: usize, evaluate: bool) -> RunConfig {
@@ -346,12 +380,21 @@ pub async fn find<R: TrialRunner>(
             fit
         }
     };
-    if max_batch == Some(hi) {
-        notes.push(format!(
-            "the training split has {} samples: no larger batch was tried, the budget may hold \
-             more",
-            split_sizes(&question.config.data).0
-        ));
+    if let (Some(found), Some((_, reason))) = (max_batch, &question.largest_batch)
+        && found == hi
+    {
+        notes.push(reason.clone());
+    } else if max_batch == Some(hi) {
+        notes.push(match question.purpose {
+            Purpose::Run => format!(
+                "the training split has {} samples: no larger batch was tried, the budget may \
+                 hold more",
+                split_sizes(&question.config.data).0
+            ),
+            Purpose::Plan => format!(
+                "{hi} is the largest batch a config allows: the budget may hold more"
+            ),
+        });
     }
     if trials.exhausted {
         notes.push(format!(

@@ -3,7 +3,7 @@
 //!
 //! Dependencies run one way: `phase` and `outcome` (plain types) under `error` under `config`;
 //! `data`, `device`, `models` and `memory` above them; `strategies` above those; `train` and
-//! the searches (`finder`, `suggest`, `claims`) on top.
+//! the searches (`plan`, `finder`, `suggest`, `claims`) on top.
 
 pub mod claims;
 pub mod config;
@@ -17,6 +17,7 @@ pub mod models;
 pub mod outcome;
 pub mod overrides;
 pub mod phase;
+pub mod plan;
 pub mod plot;
 pub mod presets;
 pub mod strategies;
@@ -28,3 +29,4 @@ pub use config::RunConfig;
 pub use device::{AdapterInfo, Gpu, acquire, acquire_with};
 pub use error::{ConfigError, EngineError};
 pub use train::{Run, StepOutcome, Timeline, train};
+pub use validate::Purpose;

@@ -51,20 +51,41 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
+/// Models of the sizes people train, for `vramlab plan`: far bigger than a playground (and than
+/// this machine's GPU). They are valid runs too, on a GPU that holds them.
+pub const PLAN_PRESETS: &[Preset] = &[
+    Preset {
+        name: "gpt2-small",
+        purpose: "GPT-2 small's shape: 12 layers, width 768, 1024 positions (512 tokens, 512 \
+                  queries), its 50257-token vocabulary",
+        json: include_str!("presets/gpt2-small.json"),
+    },
+    Preset {
+        name: "wide-cnn",
+        purpose: "the digits CNN at 256 and 512 channels and a 2048-wide dense layer",
+        json: include_str!("presets/wide-cnn.json"),
+    },
+    Preset {
+        name: "big-mlp",
+        purpose: "sixteen 4096-wide layers: 0.25 billion parameters, 1 GB of f32 weights",
+        json: include_str!("presets/big-mlp.json"),
+    },
+];
+
 /// The preset's config, parsed (presets are tested to parse and validate).
 pub fn preset(name: &str) -> Result<RunConfig, ConfigError> {
-    let found =
-        PRESETS
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| ConfigError::UnknownPreset {
-                name: name.to_string(),
-                known: PRESETS
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+    let mut all = PRESETS.iter().chain(PLAN_PRESETS);
+    let found = all
+        .find(|p| p.name == name)
+        .ok_or_else(|| ConfigError::UnknownPreset {
+            name: name.to_string(),
+            known: PRESETS
+                .iter()
+                .chain(PLAN_PRESETS)
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
     RunConfig::from_json(found.json)
 }
 
@@ -111,11 +132,12 @@ mod tests {
 
     #[test]
     fn every_preset_parses_validates_and_is_named_as_listed() {
-        for p in PRESETS {
+        for p in PRESETS.iter().chain(PLAN_PRESETS) {
             let config = preset(p.name).unwrap();
             assert_eq!(config.name, p.name);
             config
                 .validate()
+                .and_then(|()| config.validate_for(crate::engine::Purpose::Plan))
                 .unwrap_or_else(|err| panic!("{}: {err}", p.name));
         }
         assert!(preset(DEFAULT_PRESET).is_ok());

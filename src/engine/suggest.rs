@@ -9,6 +9,7 @@ use crate::engine::error::EngineError;
 use crate::engine::memory::predict;
 use crate::engine::outcome::Suggestion;
 use crate::engine::overrides::apply_override;
+use crate::engine::validate::Purpose;
 
 /// Give an out-of-memory error its step (`None` while setting up) and what would fit; other
 /// errors pass as they are.
@@ -17,6 +18,7 @@ pub fn explain(
     step: Option<usize>,
     config: &RunConfig,
     gpu: &Gpu,
+    purpose: Purpose,
 ) -> EngineError {
     let EngineError::OutOfMemory(mut oom) = err else {
         return err;
@@ -28,6 +30,7 @@ pub fn explain(
         live_bytes_fit: oom.live_bytes_fit(),
         shader_f16: gpu.adapter.shader_f16,
         device_pool: gpu.memory_pool,
+        purpose,
     };
     (oom.suggestions, oom.estimated_parameter_bytes) = what_fits(config, &failure);
     EngineError::OutOfMemory(oom)
@@ -75,6 +78,8 @@ pub struct Failure {
     pub shader_f16: bool,
     /// The pools the device runs with (fixed when it started).
     pub device_pool: MemoryPool,
+    /// A change is offered only if the config it makes is valid for this.
+    pub purpose: Purpose,
 }
 
 /// Changes whose predicted peak fits the budget, in the order a user would try them: the ones
@@ -105,7 +110,7 @@ pub fn what_fits(config: &RunConfig, failure: &Failure) -> (Vec<Suggestion>, u64
         let Ok(changed) = apply_override(config, &format!("{field}={value}")) else {
             continue;
         };
-        if changed.validate().is_err() {
+        if changed.validate_for(failure.purpose).is_err() {
             continue;
         }
         let peak = predict(&changed).peak as f64 * calibration;

@@ -1,20 +1,81 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
 //! A strategy's own refusals (what it cannot run with) live in its file under `strategies`.
 
-use super::config::{DataKind, InputKind, ModelKind, RunConfig, limits};
+use super::config::{DataKind, InputKind, Kernels, MemoryPool, ModelKind, RunConfig, limits};
 use super::error::ConfigError;
 use super::strategies;
 
 pub(crate) type Check = Result<(), ConfigError>;
 
+/// What a config is checked for: a run generates its data and trains on it; a plan follows
+/// shapes only, so neither the data's host size nor the training split bounds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Run,
+    Plan,
+}
+
 impl RunConfig {
-    /// Check every field against its allowed range; the first bad field is reported.
+    /// Check every field against its allowed range for a run; the first bad field is reported.
     pub fn validate(&self) -> Check {
-        data(self)?;
-        model(self)?;
-        training(self)?;
-        strategies::check(self)
+        self.validate_for(Purpose::Run)
     }
+
+    pub fn validate_for(&self, purpose: Purpose) -> Check {
+        data(self)?;
+        if purpose == Purpose::Run {
+            host_data(self)?;
+        }
+        model(self)?;
+        training(self, purpose)?;
+        strategies::check(self)?;
+        if purpose == Purpose::Plan {
+            plannable(self)?;
+        }
+        Ok(())
+    }
+}
+
+/// A run generates its sequences in host memory before the first step.
+fn host_data(config: &RunConfig) -> Check {
+    let data = &config.data;
+    if data.kind.input_kind() != InputKind::Tokens {
+        return Ok(());
+    }
+    let tokens = data.samples.saturating_mul(2 * data.seq_len);
+    if tokens > limits::HOST_TOKENS {
+        return Err(ConfigError::invalid(
+            "data.samples",
+            format!(
+                "{} samples of {} tokens (query half included) are {tokens} tokens to generate; \
+                 a run holds at most {} in host memory. Fewer samples, or `vramlab plan`, which \
+                 needs no data",
+                data.samples,
+                2 * data.seq_len,
+                limits::HOST_TOKENS
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a dry run cannot follow without executing.
+fn plannable(config: &RunConfig) -> Check {
+    if config.strategies.memory_pool == MemoryPool::Exclusive {
+        return Err(ConfigError::invalid(
+            "strategies.memory_pool",
+            "exclusive pages are allocated on the device even in a dry run (cubecl 0.11), so a \
+             plan of them could exhaust this machine; plan with subslices",
+        ));
+    }
+    if config.strategies.kernels == Kernels::Fused {
+        return Err(ConfigError::invalid(
+            "strategies.kernels",
+            "the fused kernels copy weights and logits to the host, which a dry run cannot \
+             follow; plan with burn",
+        ));
+    }
+    Ok(())
 }
 
 fn int_in(field: &str, value: usize, (lo, hi): (usize, usize)) -> Check {
@@ -144,11 +205,11 @@ fn widths(field: &str, values: &[usize], range: (usize, usize)) -> Check {
     Ok(())
 }
 
-fn training(config: &RunConfig) -> Check {
+fn training(config: &RunConfig, purpose: Purpose) -> Check {
     float_in("learning_rate", config.learning_rate, limits::LEARNING_RATE)?;
     int_in("batch_size", config.batch_size, limits::BATCH_SIZE)?;
     let train_len = super::data::split_sizes(&config.data).0;
-    if config.batch_size > train_len {
+    if purpose == Purpose::Run && config.batch_size > train_len {
         return Err(ConfigError::out_of_range(
             "batch_size",
             config.batch_size,

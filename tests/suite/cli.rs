@@ -7,11 +7,19 @@ fn presets_lists_one_line_each() {
     let out = vramlab(&["presets"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
+    use vramlab::engine::presets::{PLAN_PRESETS, PRESETS};
+    // One line each, the plan presets under a heading after a blank line.
     assert_eq!(
-        text.lines().count(),
-        vramlab::engine::presets::PRESETS.len()
+        text.lines().filter(|l| !l.is_empty()).count(),
+        PRESETS.len() + 1 + PLAN_PRESETS.len()
     );
-    assert!(text.contains("spiral-mlp") && text.contains("digits-cnn"));
+    for preset in PRESETS.iter().chain(PLAN_PRESETS) {
+        assert!(
+            text.lines().any(|l| l.starts_with(preset.name)),
+            "{}",
+            preset.name
+        );
+    }
 }
 
 #[test]

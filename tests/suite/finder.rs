@@ -5,15 +5,12 @@ use crate::suite::support::vramlab;
 
 use serde_json::Value;
 
-fn find(preset: &str, budget: &str) -> Value {
-    let out = vramlab(&[
-        "find-batch",
-        "--preset",
-        preset,
-        "--budget",
-        budget,
-        "--json",
-    ]);
+fn find(preset: &str, budget: &str, sets: &[&str]) -> Value {
+    let mut args = vec!["find-batch", "--preset", preset, "--budget", budget, "--json"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let out = vramlab(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -23,9 +20,9 @@ fn find(preset: &str, budget: &str) -> Value {
 }
 
 /// A training run as the finder's trials run it: two steps, the evaluation at the end.
-fn train_at(preset: &str, batch: u64, budget: &str) -> Option<i32> {
+fn train_at(preset: &str, batch: u64, budget: &str, sets: &[&str]) -> Option<i32> {
     let batch = format!("batch_size={batch}");
-    vramlab(&[
+    let mut args = vec![
         "train",
         "--preset",
         preset,
@@ -37,19 +34,24 @@ fn train_at(preset: &str, batch: u64, budget: &str) -> Option<i32> {
         &batch,
         "--budget",
         budget,
-    ])
-    .status
-    .code()
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    vramlab(&args).status.code()
 }
 
 #[test]
 fn the_largest_batch_fits_the_next_does_not_and_few_trials_find_it() {
-    for (preset, budget) in [
-        ("digits-cnn", "24MiB"),
-        ("spiral-mlp", "16MiB"),
-        ("sort-transformer", "24MiB"),
+    // Small evaluation batches and a narrowed transformer keep each trial to a few seconds; the
+    // MLP's search is covered in-process below.
+    let small_eval = ["eval_batch_size=64"];
+    let narrow_transformer = ["model.width=32", "eval_batch_size=64"];
+    for (preset, budget, sets) in [
+        ("digits-cnn", "16MiB", &small_eval[..]),
+        ("sort-transformer", "12MiB", &narrow_transformer[..]),
     ] {
-        let found = find(preset, budget);
+        let found = find(preset, budget, sets);
         let max = found["max_batch"].as_u64().expect("a batch fits");
         let trials = found["trials"].as_u64().unwrap();
         let bound = (max as f64).log2().ceil() as u64 + 2;
@@ -74,12 +76,12 @@ fn the_largest_batch_fits_the_next_does_not_and_few_trials_find_it() {
         );
         assert!(trials <= bound, "{preset}: {trials} trials, bound {bound}");
         assert_eq!(
-            train_at(preset, max, budget),
+            train_at(preset, max, budget, sets),
             Some(0),
             "{preset}: batch {max} must fit"
         );
         assert_eq!(
-            train_at(preset, max + 1, budget),
+            train_at(preset, max + 1, budget, sets),
             Some(3),
             "{preset}: batch {} must not",
             max + 1
@@ -94,9 +96,9 @@ fn the_comparison_lists_all_five_methods() {
     let out = vramlab(&[
         "find-batch",
         "--preset",
-        "spiral-mlp",
+        "circle-tiny",
         "--budget",
-        "16MiB",
+        "9MiB",
         "--compare",
         "--max-trials",
         "2",
@@ -151,6 +153,7 @@ fn bad_finder_input_is_refused_naming_the_flag() {
 
 #[test]
 fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_baseline() {
+    use vramlab::engine::Purpose;
     use vramlab::engine::finder::{self, InProcess, Method, Question};
 
     use crate::suite::support::{config, gpu, run};
@@ -162,6 +165,8 @@ fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_bas
         budget_bytes: 16 << 20,
         multiple_of: 8,
         max_trials: None,
+        purpose: Purpose::Run,
+        largest_batch: None,
     };
     let mut seen = Vec::new();
     let found = pollster::block_on(finder::find(
@@ -190,4 +195,32 @@ fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_bas
         crate::suite::support::config("spiral-mlp", &["steps=2"]),
     );
     assert_eq!(after.summary.baseline_in_use_bytes, 0);
+}
+
+#[test]
+fn planned_trials_find_what_real_trials_find() {
+    let out = vramlab(&[
+        "find-batch",
+        "--preset",
+        "digits-cnn",
+        "--budget",
+        "16MiB",
+        "--set",
+        "eval_batch_size=64",
+        "--plan",
+        "--compare",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let both: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let (plans, runs) = (&both["plans"], &both["runs"]);
+    println!(
+        "digits-cnn under 16 MiB: plans found {} in {:.1} s, runs {} in {:.1} s",
+        plans["max_batch"], plans["seconds"], runs["max_batch"], runs["seconds"]
+    );
+    assert_eq!(plans["max_batch"], runs["max_batch"]);
 }

@@ -4,6 +4,7 @@ mod config_errors;
 mod finder;
 mod high_water;
 mod memory;
+mod plan;
 mod readme;
 mod strategies;
 mod support;

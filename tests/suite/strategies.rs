@@ -271,7 +271,7 @@ fn pure_f16_with_adam_loses_what_scaled_f16_keeps() {
     let base = [
         "steps=30",
         "eval_every=0",
-        "batch_size=2048",
+        "batch_size=512",
         "optimizer=adam",
     ];
     let runs: Vec<(&str, Timeline)> = ["off", "f16", "f16_unscaled"]

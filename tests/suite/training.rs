@@ -15,7 +15,7 @@ fn loss_falls_on_spiral_with_an_mlp() {
 #[test]
 fn loss_falls_on_digits_with_a_cnn() {
     let (_lock, gpu) = gpu();
-    let timeline = run(&gpu, config("digits-cnn", &["steps=40", "eval_every=0"]));
+    let timeline = run(&gpu, config("digits-cnn", &["steps=25", "batch_size=128", "eval_every=0"]));
     let (first, last) = loss_ends(&timeline, 5);
     let accuracy = timeline.summary.eval_accuracy.unwrap();
     println!("digits-cnn: loss {first:.4} -> {last:.4}, test accuracy {accuracy:.3}");
@@ -26,7 +26,10 @@ fn loss_falls_on_digits_with_a_cnn() {
 #[test]
 fn loss_falls_on_sort_with_a_gru() {
     let (_lock, gpu) = gpu();
-    let timeline = run(&gpu, config("sort-gru", &["steps=60", "eval_every=0"]));
+    let timeline = run(&gpu, config(
+            "sort-gru",
+            &["steps=40", "batch_size=64", "model.width=32", "eval_every=0"],
+        ));
     let (first, last) = loss_ends(&timeline, 5);
     println!("sort-gru: loss {first:.4} -> {last:.4}");
     assert!(last < 0.8 * first, "loss {first} -> {last}");
@@ -37,7 +40,10 @@ fn loss_falls_on_sort_with_a_transformer() {
     let (_lock, gpu) = gpu();
     let timeline = run(
         &gpu,
-        config("sort-transformer", &["steps=60", "eval_every=0"]),
+        config(
+            "sort-transformer",
+            &["steps=25", "batch_size=32", "model.width=32", "eval_every=0"],
+        ),
     );
     let (first, last) = loss_ends(&timeline, 5);
     println!("sort-transformer: loss {first:.4} -> {last:.4}");

@@ -6,7 +6,7 @@ use leptos::task::spawn_local;
 use vramlab::engine::finder::{
     self, InProcess, Method, Question, Search, Trial, TrialResult, TrialRunner,
 };
-use vramlab::engine::{EngineError, RunConfig};
+use vramlab::engine::{EngineError, Purpose, RunConfig};
 
 use crate::app::mib;
 use crate::config_panel::Editor;
@@ -50,6 +50,8 @@ pub fn FinderPanel(editor: Editor) -> impl IntoView {
                 budget_bytes: budget.bytes(gpu.adapter.max_buffer_size),
                 multiple_of: 1,
                 max_trials: None,
+                purpose: Purpose::Run,
+                largest_batch: None,
             };
             let mut runner = Yielding(InProcess { gpu: &gpu });
             let mut on_trial = |trial: &Trial| trials.update(|t| t.push(trial.clone()));

@@ -7,7 +7,7 @@ use vramlab::engine::config::Budget;
 use vramlab::engine::config::MemorySampling;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, preset};
-use vramlab::engine::{ConfigError, RunConfig};
+use vramlab::engine::{ConfigError, Purpose, RunConfig};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,6 +31,9 @@ pub enum Command {
     Claims(ClaimsArgs),
     /// Find the largest batch whose training step and evaluation fit a --budget.
     FindBatch(FindArgs),
+    /// What the allocator would hold for a config, however big: its first steps and one
+    /// evaluation batch under a dry run (kernels compiled, not run), beside the estimate.
+    Plan(PlanArgs),
     /// List the embedded presets, one line each.
     Presets,
     /// Benchmark: ms/step with per-phase vs per-step allocator readings, same run side by side.
@@ -67,6 +70,46 @@ pub struct TrainArgs {
     /// Print the whole timeline (summary, steps and evaluations) as one JSON object on stdout.
     #[arg(long, conflicts_with = "json")]
     pub json_timeline: bool,
+    /// Follow the run under a dry run, as `vramlab plan` does: the allocator's figures on
+    /// batches of zeros, kernels compiled and not run, so no losses.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct PlanArgs {
+    /// A named preset (see `vramlab presets`; gpt2-small, wide-cnn and big-mlp are sized for
+    /// plans).
+    #[arg(long, conflicts_with = "config")]
+    pub preset: Option<String>,
+    /// A JSON config file; fields left out take their defaults.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a field, e.g. --set batch_size=16 --set model.layers=24. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub overrides: Vec<String>,
+    /// The GPU's memory to plan for: 24GiB, 512MiB, plain bytes, or a fraction of this
+    /// adapter's largest buffer such as 0.8. Without it, the plan reports and judges nothing.
+    #[arg(long, value_name = "SIZE")]
+    pub budget: Option<String>,
+    /// Print the plan as one JSON object on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl PlanArgs {
+    /// Preset or file, then `--set`s, then the budget; validated for a plan (no data is
+    /// generated, so the batch is not bounded by the training split).
+    pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
+        let config = configure(
+            self.preset.as_deref(),
+            self.config.as_ref(),
+            &self.overrides,
+            self.budget.as_deref(),
+        )?;
+        config.validate_for(Purpose::Plan)?;
+        Ok(config)
+    }
 }
 
 #[derive(Args, Debug)]
@@ -82,9 +125,13 @@ pub struct FindArgs {
     /// Stop each search after this many trials (its answer is then a lower bound).
     #[arg(long, value_name = "N")]
     pub max_trials: Option<usize>,
-    /// Run every method and print a comparison table.
+    /// Run every method and print a comparison table; with --plan, vramlab's search as plans
+    /// and as runs, side by side.
     #[arg(long, conflicts_with = "method")]
     pub compare: bool,
+    /// Trials as plans (dry runs in this process): seconds for any budget, no real memory.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -116,25 +163,41 @@ pub enum SamplingArg {
     Step,
 }
 
-impl TrainArgs {
-    /// Preset or file, then `--set`s in order, then the dedicated flags; validated.
-    pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
-        let base = match (&self.preset, &self.config) {
-            (_, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|err| {
-                    ConfigError::invalid("--config", format!("{}: {err}", path.display()))
-                })?;
-                RunConfig::from_json(&text)?
-            }
-            (Some(name), None) => preset(name)?,
-            (None, None) => preset(DEFAULT_PRESET)?,
-        };
-        let mut config = apply_overrides(base, self.overrides.iter().map(String::as_str))?;
-        if let Some(budget) = &self.budget {
-            let budget =
-                Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
-            config.budget = Some(budget);
+/// Preset or file, then `--set`s in order, then the budget; not yet validated.
+fn configure(
+    preset_name: Option<&str>,
+    file: Option<&PathBuf>,
+    overrides: &[String],
+    budget: Option<&str>,
+) -> Result<RunConfig, ConfigError> {
+    let base = match (preset_name, file) {
+        (_, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|err| {
+                ConfigError::invalid("--config", format!("{}: {err}", path.display()))
+            })?;
+            RunConfig::from_json(&text)?
         }
+        (Some(name), None) => preset(name)?,
+        (None, None) => preset(DEFAULT_PRESET)?,
+    };
+    let mut config = apply_overrides(base, overrides.iter().map(String::as_str))?;
+    if let Some(budget) = budget {
+        let budget = Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
+        config.budget = Some(budget);
+    }
+    Ok(config)
+}
+
+impl TrainArgs {
+    /// Preset or file, then `--set`s in order, then the dedicated flags; validated (for a plan
+    /// when `purpose` says so).
+    pub fn resolve_for(&self, purpose: Purpose) -> Result<RunConfig, ConfigError> {
+        let mut config = configure(
+            self.preset.as_deref(),
+            self.config.as_ref(),
+            &self.overrides,
+            self.budget.as_deref(),
+        )?;
         if let Some(steps) = self.steps {
             config.steps = steps;
         }
@@ -144,7 +207,11 @@ impl TrainArgs {
                 SamplingArg::Step => MemorySampling::Step,
             };
         }
-        config.validate()?;
+        config.validate_for(purpose)?;
         Ok(config)
+    }
+
+    pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
+        self.resolve_for(Purpose::Run)
     }
 }

@@ -71,7 +71,7 @@ fn config(claim: &Claim, sets: &[&str], budget: Option<u64>) -> anyhow::Result<R
 
 /// A run that must fit: the claims run without budgets, except the budget claim's own.
 fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Timeline> {
-    match subprocess::train(config)? {
+    match subprocess::train(config, false)? {
         Trained::Fit(timeline) => Ok(*timeline),
         Trained::OutOfMemory(oom) => anyhow::bail!(
             "{}: out of memory without a budget: {}",
@@ -94,7 +94,7 @@ fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
     let (on, judgement): (Vec<Timeline>, Judgement) = if claim.metric == Metric::StopsUnderBudget {
         // Half of what the run reserved at its high-water mark: a GPU half as large.
         let budget = off[0].summary.high_water_reserved_bytes / 2;
-        let stopped = match subprocess::train(&config(claim, claim.on, Some(budget))?)? {
+        let stopped = match subprocess::train(&config(claim, claim.on, Some(budget))?, false)? {
             Trained::OutOfMemory(oom) => Some(oom),
             Trained::Fit(_) => None,
         };

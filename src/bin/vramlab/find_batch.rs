@@ -2,8 +2,10 @@
 //! comparison of the five search methods.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use vramlab::engine::finder::{self, Method, Question, Search, Trial, TrialResult, TrialRunner};
-use vramlab::engine::{ConfigError, EngineError, Gpu, RunConfig};
+use vramlab::engine::finder::{
+    self, Method, Question, Search, Trial, TrialResult, TrialRunner,
+};
+use vramlab::engine::{ConfigError, EngineError, Gpu, Purpose, RunConfig};
 
 use crate::args::{FindArgs, MethodArg};
 use crate::report::{self, mib};
@@ -20,12 +22,16 @@ fn method(arg: MethodArg) -> Method {
 }
 
 /// Each trial as its own `vramlab train --json` process (see [`TrialRunner`] for why): what a
-/// user's `train` at that batch will see.
-struct Subprocess;
+/// user's `train` at that batch will see. As plans, `train --dry-run`: in-process plans would
+/// inherit the earlier trials' pages and fused shapes, and differ by those.
+struct Subprocess {
+    trials: Trials,
+}
 
 impl TrialRunner for Subprocess {
     async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
-        let trained = subprocess::train(&config).map_err(|err| EngineError::Device {
+        let dry_run = matches!(self.trials, Trials::Plans);
+        let trained = subprocess::train(&config, dry_run).map_err(|err| EngineError::Device {
             phase: "trial".into(),
             message: format!("{err:#}"),
         })?;
@@ -39,7 +45,16 @@ impl TrialRunner for Subprocess {
     }
 }
 
-fn search(question: &Question, method: Method) -> anyhow::Result<Search> {
+/// Where a search's trials run.
+#[derive(Clone, Copy)]
+enum Trials {
+    /// Each its own `vramlab train` process.
+    Runs,
+    /// Dry runs in this process.
+    Plans,
+}
+
+fn search(question: &Question, method: Method, trials: Trials) -> anyhow::Result<Search> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix}: {pos} trials  {msg}")
@@ -57,8 +72,20 @@ fn search(question: &Question, method: Method) -> anyhow::Result<Search> {
             mib(trial.peak_reserved_bytes)
         ));
     };
-    let mut runner = Subprocess;
-    let found = pollster::block_on(finder::find(question, method, &mut runner, &mut on_trial));
+    let (purpose, largest_batch) = match trials {
+        Trials::Runs => (Purpose::Run, None),
+        Trials::Plans => (Purpose::Plan, question.largest_batch.clone()),
+    };
+    let question = Question {
+        config: question.config,
+        budget_bytes: question.budget_bytes,
+        multiple_of: question.multiple_of,
+        max_trials: question.max_trials,
+        purpose,
+        largest_batch,
+    };
+    let mut runner = Subprocess { trials };
+    let found = pollster::block_on(finder::find(&question, method, &mut runner, &mut on_trial));
     bar.finish_and_clear();
     Ok(found?)
 }
@@ -72,10 +99,51 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         budget_bytes: budget.bytes(gpu.adapter.max_buffer_size),
         multiple_of: args.multiple_of,
         max_trials: args.max_trials,
+        purpose: if args.plan {
+            Purpose::Plan
+        } else {
+            Purpose::Run
+        },
+        largest_batch: None,
+    };
+    let question = if args.plan {
+        let Some(most) = finder::plannable_batch(config, &gpu.adapter) else {
+            let mut one = config.clone();
+            (one.batch_size, one.eval_batch_size) = (1, 1);
+            let tensor = &vramlab::engine::plan::oversized(&one, &gpu.adapter)[0];
+            return Err(ConfigError::invalid(
+                "--plan",
+                format!(
+                    "even at batch 1 the {} ({}) exceeds this adapter's largest binding ({}): \
+                     a dry run here would leave it out; plan on a GPU with a larger limit",
+                    tensor.tensor,
+                    report::size(tensor.bytes),
+                    report::size(gpu.adapter.max_binding_size)
+                ),
+            )
+            .into());
+        };
+        Question {
+            largest_batch: Some((
+                most,
+                format!(
+                    "above batch {most} a tensor outgrows this adapter's largest binding ({}): \
+                     plans stop there; the budget may hold more",
+                    report::size(gpu.adapter.max_binding_size)
+                ),
+            )),
+            ..question
+        }
+    } else {
+        question
     };
     finder::check(&question)?;
+    let trials = if args.plan { Trials::Plans } else { Trials::Runs };
+    if args.plan && args.compare {
+        return compare_plans_and_runs(&question, args.run.json);
+    }
     if !args.compare {
-        let found = search(&question, method(args.method))?;
+        let found = search(&question, method(args.method), trials)?;
         if args.run.json {
             println!("{}", serde_json::to_string_pretty(&found)?);
         } else {
@@ -84,14 +152,47 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         return Ok(());
     }
     // vramlab's search first: its answer is the true maximum the others are held to.
-    let mut searches = vec![search(&question, Method::Vramlab)?];
+    let mut searches = vec![search(&question, Method::Vramlab, trials)?];
     for other in Method::ALL.into_iter().filter(|m| *m != Method::Vramlab) {
-        searches.push(search(&question, other)?);
+        searches.push(search(&question, other, trials)?);
     }
     if args.run.json {
         println!("{}", serde_json::to_string_pretty(&searches)?);
     } else {
         print_table(&searches, question.budget_bytes);
+    }
+    Ok(())
+}
+
+/// vramlab's search with its trials as plans, then as runs: the two answers side by side.
+fn compare_plans_and_runs(question: &Question, json: bool) -> anyhow::Result<()> {
+    let planned = search(question, Method::Vramlab, Trials::Plans)?;
+    let measured = search(question, Method::Vramlab, Trials::Runs)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "plans": planned,
+                "runs": measured,
+            }))?
+        );
+        return Ok(());
+    }
+    println!("budget {}", report::size(question.budget_bytes));
+    println!(
+        "{:<18} {:>8} {:>7} {:>5} {:>9}  notes",
+        "trials as", "found", "trials", "OOMs", "seconds"
+    );
+    for (label, s) in [("plans (dry runs)", &planned), ("runs", &measured)] {
+        println!(
+            "{:<18} {:>8} {:>7} {:>5} {:>9.1}  {}",
+            label,
+            batch(s.max_batch),
+            s.trials,
+            s.ooms,
+            s.seconds,
+            s.notes.join("; ")
+        );
     }
     Ok(())
 }

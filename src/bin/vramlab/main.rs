@@ -7,6 +7,7 @@ mod claims;
 mod exit;
 mod files;
 mod find_batch;
+mod plan;
 mod progress;
 mod report;
 mod subprocess;
@@ -36,8 +37,13 @@ fn main() -> ExitCode {
         Some(Command::BenchSampling(args)) => bench_sampling(&args),
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::FindBatch(args)) => find_batch(&args),
+        Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {
             for preset in engine::presets::PRESETS {
+                println!("{}", engine::presets::describe(preset));
+            }
+            println!("\nsized for `vramlab plan` (bigger than a playground):");
+            for preset in engine::presets::PLAN_PRESETS {
                 println!("{}", engine::presets::describe(preset));
             }
             Ok(())
@@ -71,9 +77,20 @@ fn exit_code(err: &anyhow::Error) -> u8 {
 }
 
 fn find_batch(args: &args::FindArgs) -> anyhow::Result<()> {
-    let config = args.run.resolve()?;
+    let purpose = if args.plan {
+        engine::Purpose::Plan
+    } else {
+        engine::Purpose::Run
+    };
+    let config = args.run.resolve_for(purpose)?;
     let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
     find_batch::run(args, &config, &gpu)
+}
+
+fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
+    let config = args.resolve()?;
+    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
+    plan::run(&config, &gpu, args.json)
 }
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
@@ -97,12 +114,33 @@ fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {
 }
 
 fn train(args: &TrainArgs) -> anyhow::Result<()> {
-    let config = args.resolve()?;
+    let purpose = if args.dry_run {
+        engine::Purpose::Plan
+    } else {
+        engine::Purpose::Run
+    };
+    let config = args.resolve_for(purpose)?;
     let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
     let progress = progress::Progress::new(config.steps);
-    let timeline = pollster::block_on(engine::train(config, &gpu, |outcome| {
-        progress.update(outcome)
-    }));
+    let timeline = if args.dry_run {
+        let oversized = engine::plan::oversized(&config, &gpu.adapter);
+        if let Some(tensor) = oversized.first() {
+            anyhow::bail!(
+                "cannot follow {} at batch {} in a dry run: its {} ({}) exceeds this adapter's \
+                 largest binding ({}), so the figures would leave it out",
+                config.name,
+                config.batch_size,
+                tensor.tensor,
+                report::size(tensor.bytes),
+                report::size(gpu.adapter.max_binding_size)
+            );
+        }
+        pollster::block_on(engine::plan::follow(config, &gpu, &mut |_| {}))
+    } else {
+        pollster::block_on(engine::train(config, &gpu, |outcome| {
+            progress.update(outcome)
+        }))
+    };
     progress.finish();
     let timeline = match timeline {
         // The finder reads this to learn where a trial ran out.

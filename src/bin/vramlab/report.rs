@@ -9,6 +9,16 @@ pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// Bytes in binary units, MiB below a GiB and GiB from there.
+pub fn size(bytes: u64) -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    if bytes as f64 >= GIB {
+        format!("{:.2} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{:.2} MiB", mib(bytes))
+    }
+}
+
 /// An error as the command line words it: an out-of-memory's suggestions as the `--set` that
 /// makes each change.
 pub fn error(err: &anyhow::Error) -> String {

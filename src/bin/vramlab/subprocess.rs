@@ -28,8 +28,8 @@ pub enum Trained {
 
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 
-/// Train `config` in a new process of this binary.
-pub fn train(config: &RunConfig) -> anyhow::Result<Trained> {
+/// Train `config` in a new process of this binary; as a plan's dry run when `dry_run`.
+pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<Trained> {
     let path = std::env::temp_dir().join(format!(
         "vramlab-run-{}-{}.json",
         std::process::id(),
@@ -38,10 +38,12 @@ pub fn train(config: &RunConfig) -> anyhow::Result<Trained> {
     std::fs::write(&path, serde_json::to_string(config)?)
         .with_context(|| format!("writing {}", path.display()))?;
     let exe = std::env::current_exe().context("finding the vramlab binary")?;
-    let out = Command::new(exe)
-        .args(["train", "--json-timeline", "--config"])
-        .arg(&path)
-        .output();
+    let mut command = Command::new(exe);
+    command.args(["train", "--json-timeline"]);
+    if dry_run {
+        command.arg("--dry-run");
+    }
+    let out = command.arg("--config").arg(&path).output();
     let _ = std::fs::remove_file(&path);
     let out = out.context("running vramlab train")?;
     match out.status.code() {

@@ -28,12 +28,17 @@ pub struct Split {
 pub enum HostInputs {
     Floats { values: Vec<f32>, width: usize },
     Tokens { values: Vec<i64>, width: usize },
+    /// No samples, only their shape: a plan's batches are zeros of the right size, so a model
+    /// far bigger than this machine's memory needs no data set (see [`Dataset::shapes`]).
+    Shape { width: usize, tokens: bool },
 }
 
 impl HostInputs {
     pub fn width(&self) -> usize {
         match self {
-            Self::Floats { width, .. } | Self::Tokens { width, .. } => *width,
+            Self::Floats { width, .. } | Self::Tokens { width, .. } | Self::Shape { width, .. } => {
+                *width
+            }
         }
     }
 }
@@ -60,7 +65,39 @@ pub fn split_sizes(data: &DataConfig) -> (usize, usize) {
     (total - test, test)
 }
 
+/// Classes and targets per sample of a data config, as [`Dataset::build`] makes them.
+fn classes_and_targets(data: &DataConfig) -> (usize, usize) {
+    match data.kind.input_kind() {
+        InputKind::Points => (2, 1),
+        InputKind::Images => (10, 1),
+        InputKind::Tokens => (data.vocab, data.seq_len),
+    }
+}
+
 impl Dataset {
+    /// The data set's shapes without its samples: `train` and `test` samples of zeros (valid
+    /// class and token ids). What a plan trains on.
+    pub fn shapes(data: &DataConfig, train: usize, test: usize) -> Self {
+        let (width, tokens) = match data.kind.input_kind() {
+            InputKind::Points => (2, false),
+            InputKind::Images => (digits::PIXELS, false),
+            InputKind::Tokens => (2 * data.seq_len, true),
+        };
+        let (classes, targets_per_sample) = classes_and_targets(data);
+        let split = |len| Split {
+            inputs: HostInputs::Shape { width, tokens },
+            targets: Vec::new(),
+            len,
+        };
+        Self {
+            kind: data.kind,
+            train: split(train),
+            test: split(test),
+            classes,
+            targets_per_sample,
+        }
+    }
+
     /// Generate (or decode) the data set and split it. `seed` drives both.
     pub fn build(data: &DataConfig, seed: u64) -> Result<Self, String> {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_da7a);
@@ -163,6 +200,17 @@ impl Split {
                     TensorData::new(rows, [n, *width]),
                     device,
                 ))
+            }
+            HostInputs::Shape { width, tokens } => {
+                return Batch {
+                    inputs: if *tokens {
+                        BatchInputs::Tokens(Tensor::zeros([n, *width], device))
+                    } else {
+                        BatchInputs::Floats(Tensor::zeros([n, *width], device))
+                    },
+                    targets: Tensor::zeros([n * targets_per_sample], device),
+                    len: n,
+                };
             }
         };
         let targets = gather(&self.targets, targets_per_sample, indices);
@@ -276,7 +324,7 @@ mod tests {
         assert_eq!(a.train.targets, b.train.targets);
         let floats = |s: &Dataset| match &s.train.inputs {
             HostInputs::Floats { values, .. } => values.clone(),
-            HostInputs::Tokens { .. } => unreachable!(),
+            _ => unreachable!("spiral points are floats"),
         };
         assert_eq!(floats(&a), floats(&b));
         assert_ne!(floats(&a), floats(&c));

@@ -294,6 +294,7 @@ mod tests {
             backend: "webgpu".into(),
             shader_f16: false,
             max_buffer_size: 1 << 30,
+            max_binding_size: 1 << 27,
         };
         let field = "strategies.mixed_precision";
         let (mode, fallback) = resolve(MixedPrecision::F16, &adapter, field, "f16");

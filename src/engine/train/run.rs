@@ -2,10 +2,12 @@
 //! page in short async slices between frames. The run orders the calls and keeps the records;
 //! the trainer does the step and the strategies act at their hooks.
 
+use burn::cubecl::dry_run::DryRun;
 use web_time::Instant;
 
 use crate::engine::config::{InputKind, RunConfig};
-use crate::engine::data::{BatchOrder, Dataset};
+use crate::engine::validate::Purpose;
+use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
 use crate::engine::memory::meter::Meter;
@@ -46,25 +48,46 @@ pub struct Run {
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
     pace: Pace,
+    /// Held for a plan's whole life: every launch is compiled and dropped, pages are carved
+    /// without device memory behind them.
+    _dry_run: Option<DryRun>,
 }
 
 impl Run {
     /// Validate the config, build data and model, and start from the device's baseline memory.
     pub fn new(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
         config.validate()?;
-        let budget = config
-            .budget
-            .map(|budget| budget.bytes(gpu.adapter.max_buffer_size));
-        Self::start(config.clone(), gpu, budget)
-            .map_err(|err| suggest::explain(err, None, &config, gpu))
-    }
-
-    fn start(config: RunConfig, gpu: &Gpu, budget: Option<u64>) -> Result<Self, EngineError> {
         let data =
             Dataset::build(&config.data, config.seed).map_err(|message| EngineError::Device {
                 phase: "data".into(),
                 message,
             })?;
+        Self::start(config.clone(), gpu, data, None)
+            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Run))
+    }
+
+    /// The same run under a dry run: every launch compiled and dropped, every allocation
+    /// carved by the real pools without device memory, on batches of zeros. What the
+    /// allocator reports is what it would hold; losses and accuracies are meaningless and
+    /// nothing read back steers the run. Its test split is one evaluation batch.
+    pub fn plan(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
+        config.validate_for(Purpose::Plan)?;
+        let train = split_sizes(&config.data).0.max(config.batch_size);
+        let data = Dataset::shapes(&config.data, train, config.eval_batch_size);
+        let dry_run = DryRun::new();
+        Self::start(config.clone(), gpu, data, Some(dry_run))
+            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Plan))
+    }
+
+    fn start(
+        config: RunConfig,
+        gpu: &Gpu,
+        data: Dataset,
+        dry_run: Option<DryRun>,
+    ) -> Result<Self, EngineError> {
+        let budget = config
+            .budget
+            .map(|budget| budget.bytes(gpu.adapter.max_buffer_size));
         // A previous run on this device may have left graphs and cached pages; start where a
         // fresh process would, so runs compare.
         sampler::start_clean(&gpu.device)?;
@@ -100,7 +123,9 @@ impl Run {
                 data,
                 hooks,
                 meter,
+                plan: dry_run.is_some(),
             },
+            _dry_run: dry_run,
         })
     }
 
@@ -135,7 +160,14 @@ impl Run {
     pub async fn step(&mut self) -> Result<StepOutcome, EngineError> {
         let step = self.steps.len() + 1;
         let result = self.advance(step).await;
-        result.map_err(|err| suggest::explain(err, Some(step), &self.ctx.config, &self.ctx.gpu))
+        let purpose = if self.ctx.plan {
+            Purpose::Plan
+        } else {
+            Purpose::Run
+        };
+        result.map_err(|err| {
+            suggest::explain(err, Some(step), &self.ctx.config, &self.ctx.gpu, purpose)
+        })
     }
 
     async fn advance(&mut self, step: usize) -> Result<StepOutcome, EngineError> {
@@ -185,6 +217,12 @@ impl Run {
     }
 
     async fn read_back_losses(&mut self) -> Result<(), EngineError> {
+        if self.ctx.plan {
+            // The values mean nothing, but reading them surfaces an allocation the pools
+            // refused: every later kernel that needed it carries the failure to the loss.
+            self.trainer.read_back_losses().await?;
+            return Ok(());
+        }
         for (index, loss) in self.trainer.read_back_losses().await? {
             self.steps[index].loss = Some(loss);
             self.latest_loss = Some(loss);

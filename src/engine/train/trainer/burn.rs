@@ -85,7 +85,8 @@ impl BurnTrainer {
     ) -> Result<(GradientsParams, bool, Tensor<1>), EngineError> {
         let (mut accumulated, step_loss) = self.passes(ctx, model, index, picked)?;
         let (grads, mut reads) = ctx.hooks.gradients(accumulated.grads(), model);
-        if reads.is_empty() {
+        // A plan follows the shapes of a step that applies its update.
+        if reads.is_empty() || ctx.plan {
             return Ok((grads, true, step_loss));
         }
         let read = match reads.len() {
@@ -169,6 +170,7 @@ impl BurnTrainer {
             device: training,
             gpu,
             config,
+            plan,
         } = ctx;
         let model = self.model();
         let (model, device) = hooks
@@ -211,6 +213,13 @@ impl BurnTrainer {
             loss_sum = Some(add_to(loss_sum, batch_loss));
             correct = Some(add_to(correct, hits));
             start += len;
+        }
+        if *plan {
+            return Ok(Evaluation {
+                loss: f32::NAN,
+                accuracy: f32::NAN,
+                memory,
+            });
         }
         let total = (split.len * per_sample) as f32;
         let loss_sum =

@@ -25,6 +25,9 @@ pub(crate) struct Context {
     pub data: Dataset,
     pub hooks: Hooks,
     pub meter: Meter,
+    /// A plan: launches are dropped, so nothing read back means anything and no decision may
+    /// rest on it (no gradient checks, losses or accuracies).
+    pub plan: bool,
 }
 
 /// A finished evaluation of the test split.

@@ -1,0 +1,296 @@
+//! Plans: what the allocator would hold for a config, found by running its first steps under
+//! cubecl's dry run (every launch compiled and dropped, pages carved without device memory) on
+//! batches of zeros. The pools, burn's fusion and the strategies are the real ones, so the
+//! figures are the allocator's own, for models far bigger than this device; nothing is executed,
+//! so there are no losses.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use web_time::Instant;
+
+use super::config::{InputKind, ModelKind, RunConfig};
+use super::models::cnn_geometry;
+use super::device::{AdapterInfo, Gpu};
+use super::error::EngineError;
+use super::outcome::{Fallback, OutOfMemory, Suggestion};
+use super::overrides::apply_override;
+use super::phase::Phase;
+use super::train::{PredictedBytes, Run, Timeline};
+use super::validate::Purpose;
+
+/// Training steps a plan follows: the optimizer's state first exists in the first, and the
+/// second is the steady state every later step repeats. One evaluation batch follows them.
+pub const PLAN_STEPS: usize = 2;
+
+/// What the allocator would hold for a config, and whether that fits its budget.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Plan {
+    pub name: String,
+    pub adapter: AdapterInfo,
+    /// The config as planned: its first [`PLAN_STEPS`] steps and one evaluation batch.
+    pub config: RunConfig,
+    pub params: u64,
+    /// In use once the parameters exist: the weights as stored.
+    pub weight_bytes: u64,
+    /// The most bytes in use at any kernel launch or check point, training and evaluation.
+    pub high_water_in_use_bytes: u64,
+    /// The most bytes the pools held (pages carved, none of them backed by device memory).
+    pub high_water_reserved_bytes: u64,
+    /// Each phase's high-water of bytes in use.
+    pub high_water_in_use_by_phase: BTreeMap<Phase, u64>,
+    /// Each phase's largest reserved reading at its check points.
+    pub reserved_by_phase: BTreeMap<Phase, u64>,
+    /// How the high-water figures were taken (see `Summary::high_water_is`).
+    pub high_water_is: String,
+    /// The analytic model's estimate for the same config, for comparison.
+    pub predicted_peak_bytes: u64,
+    pub predicted: PredictedBytes,
+    /// The budget in bytes, when one was given.
+    pub budget_bytes: Option<u64>,
+    /// Whether the plan passed the budget's checks (the same as a run's); `None` without one.
+    pub fits: Option<bool>,
+    /// Where a run would stop under the budget.
+    pub out_of_memory: Option<Box<OutOfMemory>>,
+    /// The out-of-memory's suggestions, each planned under the same budget.
+    pub suggestions: Vec<CheckedSuggestion>,
+    pub fallbacks: Vec<Fallback>,
+    /// Tensors of this config larger than one page of this adapter's pools (its largest
+    /// binding): the pools refuse them in a dry run as in a real one, so when this is not
+    /// empty the figures leave them out and are a lower bound.
+    pub oversized: Vec<Oversized>,
+    /// Wall time of all the plans this one took (its own and its suggestions').
+    pub seconds: f64,
+}
+
+/// A tensor the config makes, by its shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Oversized {
+    pub tensor: String,
+    pub bytes: u64,
+}
+
+/// A suggested change and what its own plan found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckedSuggestion {
+    pub suggestion: Suggestion,
+    /// The outcome of planning it, or why it could not be planned.
+    pub checked: Checked,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Checked {
+    /// Planned under the budget: it fits, with this high-water in use and reserved.
+    Fits {
+        high_water_in_use_bytes: u64,
+        high_water_reserved_bytes: u64,
+    },
+    /// Planned under the budget: it still runs out.
+    DoesNotFit { out_of_memory: Box<OutOfMemory> },
+    /// Not planned: a plan cannot follow it (the reason names the field).
+    NotPlanned { reason: String },
+}
+
+impl Checked {
+    pub fn fits(&self) -> Option<bool> {
+        match self {
+            Self::Fits { .. } => Some(true),
+            Self::DoesNotFit { .. } => Some(false),
+            Self::NotPlanned { .. } => None,
+        }
+    }
+}
+
+/// The config as a plan runs it.
+fn planned(config: &RunConfig) -> RunConfig {
+    let mut config = config.clone();
+    config.steps = PLAN_STEPS;
+    config.eval_every = 0;
+    config
+}
+
+/// Follow `config` to its end under a dry run (`vramlab train --dry-run`, a finder's planned
+/// trial); `on_step` hears each step finish.
+pub async fn follow(
+    config: RunConfig,
+    gpu: &Gpu,
+    on_step: &mut dyn FnMut(usize),
+) -> Result<Timeline, EngineError> {
+    let mut run = Run::plan(config, gpu)?;
+    while !run.is_finished() {
+        run.step().await?;
+        on_step(run.steps_done());
+    }
+    run.finish().await
+}
+
+/// Plan `config`: its figures without a budget, then (when it has one that the figures pass)
+/// where it runs out, and each suggestion planned under the same budget. `on_step` hears each
+/// step of each plan.
+pub async fn plan(
+    config: &RunConfig,
+    gpu: &Gpu,
+    mut on_step: impl FnMut(usize),
+) -> Result<Plan, EngineError> {
+    config.validate_for(Purpose::Plan)?;
+    let started = Instant::now();
+    let config = planned(config);
+    let budget_bytes = config
+        .budget
+        .map(|budget| budget.bytes(gpu.adapter.max_buffer_size));
+    let mut unbounded = config.clone();
+    unbounded.budget = None;
+    let timeline = follow(unbounded, gpu, &mut on_step).await?;
+    let summary = &timeline.summary;
+    let mut out_of_memory = None;
+    let mut suggestions = Vec::new();
+    let within = |budget: u64| {
+        summary.high_water_in_use_bytes <= budget && summary.high_water_reserved_bytes <= budget
+    };
+    let fits = match budget_bytes {
+        None => None,
+        // Below the budget at every launch, so every check a budgeted run makes passes.
+        Some(budget) if within(budget) => Some(true),
+        Some(_) => match follow(config.clone(), gpu, &mut on_step).await {
+            Ok(_) => Some(true),
+            Err(EngineError::OutOfMemory(oom)) => {
+                for suggestion in &oom.suggestions {
+                    let checked = check(&config, suggestion, gpu, &mut on_step).await?;
+                    suggestions.push(CheckedSuggestion {
+                        suggestion: suggestion.clone(),
+                        checked,
+                    });
+                }
+                out_of_memory = Some(oom);
+                Some(false)
+            }
+            Err(other) => return Err(other),
+        },
+    };
+    Ok(Plan {
+        name: config.name.clone(),
+        adapter: summary.adapter.clone(),
+        params: summary.params,
+        weight_bytes: summary.weight_bytes,
+        high_water_in_use_bytes: summary.high_water_in_use_bytes,
+        high_water_reserved_bytes: summary.high_water_reserved_bytes,
+        high_water_in_use_by_phase: summary.high_water_in_use_by_phase.clone(),
+        reserved_by_phase: reserved_by_phase(&timeline),
+        high_water_is: summary.high_water_is.clone(),
+        predicted_peak_bytes: summary.predicted_peak_bytes,
+        predicted: summary.predicted.clone(),
+        fallbacks: summary.fallbacks.clone(),
+        oversized: oversized(&config, &gpu.adapter),
+        budget_bytes,
+        fits,
+        out_of_memory,
+        suggestions,
+        seconds: started.elapsed().as_secs_f64(),
+        config,
+    })
+}
+
+/// Plan `config` with `suggestion` applied, under the same budget.
+async fn check(
+    config: &RunConfig,
+    suggestion: &Suggestion,
+    gpu: &Gpu,
+    on_step: &mut dyn FnMut(usize),
+) -> Result<Checked, EngineError> {
+    let assignment = format!("{}={}", suggestion.field, suggestion.value);
+    let changed = match apply_override(config, &assignment)
+        .and_then(|changed| changed.validate_for(Purpose::Plan).map(|()| changed))
+    {
+        Ok(changed) => changed,
+        Err(err) => {
+            return Ok(Checked::NotPlanned {
+                reason: err.to_string(),
+            });
+        }
+    };
+    match follow(changed, gpu, on_step).await {
+        Ok(timeline) => Ok(Checked::Fits {
+            high_water_in_use_bytes: timeline.summary.high_water_in_use_bytes,
+            high_water_reserved_bytes: timeline.summary.high_water_reserved_bytes,
+        }),
+        Err(EngineError::OutOfMemory(oom)) => Ok(Checked::DoesNotFit { out_of_memory: oom }),
+        Err(other) => Err(other),
+    }
+}
+
+fn reserved_by_phase(timeline: &Timeline) -> BTreeMap<Phase, u64> {
+    let mut by_phase = BTreeMap::new();
+    for step in &timeline.steps {
+        for (phase, reading) in &step.phases {
+            let largest = by_phase.entry(*phase).or_insert(0);
+            *largest = (*largest).max(reading.reserved_bytes);
+        }
+    }
+    by_phase
+}
+
+/// The tensors of `config` larger than `adapter` can bind: a plan leaves them out.
+pub fn oversized(config: &RunConfig, adapter: &AdapterInfo) -> Vec<Oversized> {
+    largest_tensors(config)
+        .into_iter()
+        .filter(|t| t.bytes > adapter.max_binding_size)
+        .collect()
+}
+
+/// The largest tensors a step of `config` makes, by their shapes (f32): the widest weights, the
+/// logits and, for the transformer, the attention scores.
+pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
+    const F32: u64 = 4;
+    let model = &config.model;
+    let data = &config.data;
+    let batch = config.largest_micro_batch().max(config.eval_batch_size) as u64;
+    let tensor = |name: String, elements: u64| Oversized {
+        tensor: name,
+        bytes: elements * F32,
+    };
+    let mut tensors = Vec::new();
+    match model.kind {
+        ModelKind::Mlp => {
+            let (input, classes) = match data.kind.input_kind() {
+                InputKind::Points => (2, 2),
+                _ => (64, 10),
+            };
+            let widths: Vec<u64> = std::iter::once(input)
+                .chain(model.hidden.iter().map(|&w| w as u64))
+                .chain(std::iter::once(classes))
+                .collect();
+            for (i, pair) in widths.windows(2).enumerate() {
+                tensors.push(tensor(format!("layer {i} weight"), pair[0] * pair[1]));
+            }
+            let widest = widths.iter().copied().max().unwrap_or(1);
+            tensors.push(tensor("widest activation".into(), batch * widest));
+        }
+        ModelKind::Cnn => {
+            let (side, pooled) = cnn_geometry();
+            let (c1, c2) = (model.channels[0] as u64, model.channels[1] as u64);
+            let hidden = model.hidden[0] as u64;
+            let pooled = (pooled * pooled) as u64;
+            tensors.push(tensor("dense weight".into(), c2 * pooled * hidden));
+            let area = (side * side) as u64;
+            tensors.push(tensor("second convolution's output".into(), batch * c2 * area));
+            tensors.push(tensor("first convolution's output".into(), batch * c1 * area));
+        }
+        ModelKind::Gru | ModelKind::Lstm | ModelKind::Transformer => {
+            let (vocab, width) = (data.vocab as u64, model.width as u64);
+            let positions = 2 * data.seq_len as u64;
+            tensors.push(tensor("token embedding".into(), (vocab + 1) * width));
+            tensors.push(tensor("classifier weight".into(), width * vocab));
+            tensors.push(tensor("logits".into(), batch * positions * vocab));
+            if model.kind == ModelKind::Transformer {
+                let heads = model.heads as u64;
+                tensors.push(tensor(
+                    "attention scores".into(),
+                    batch * heads * positions * positions,
+                ));
+            }
+        }
+    }
+    tensors.sort_by_key(|t| std::cmp::Reverse(t.bytes));
+    tensors
+}
