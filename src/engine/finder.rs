@@ -14,7 +14,7 @@ use web_time::Instant;
 use crate::engine::config::{Budget, RunConfig, limits};
 use crate::engine::data::split_sizes;
 use crate::engine::device::{AdapterInfo, Gpu};
-use crate::engine::plan;
+use crate::engine::memory::largest::oversized;
 use crate::engine::error::{ConfigError, EngineError};
 use crate::engine::memory::predict;
 use crate::engine::outcome::OutOfMemory;
@@ -120,7 +120,7 @@ pub fn plannable_batch(config: &RunConfig, adapter: &AdapterInfo) -> Option<usiz
         let mut config = config.clone();
         config.batch_size = batch;
         config.eval_batch_size = config.eval_batch_size.min(batch);
-        plan::oversized(&config, adapter).is_empty()
+        oversized(&config, adapter).is_empty()
     };
     if !fits(1) {
         return None;

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
-use super::config::{InputKind, ModelKind, RunConfig};
-use super::models::cnn_geometry;
+use super::config::RunConfig;
+use super::memory::largest::{Oversized, oversized};
 use super::device::{AdapterInfo, Gpu};
 use super::error::EngineError;
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
@@ -63,12 +63,6 @@ pub struct Plan {
     pub seconds: f64,
 }
 
-/// A tensor the config makes, by its shape.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Oversized {
-    pub tensor: String,
-    pub bytes: u64,
-}
 
 /// A suggested change and what its own plan found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -228,69 +222,4 @@ fn reserved_by_phase(timeline: &Timeline) -> BTreeMap<Phase, u64> {
         }
     }
     by_phase
-}
-
-/// The tensors of `config` larger than `adapter` can bind: a plan leaves them out.
-pub fn oversized(config: &RunConfig, adapter: &AdapterInfo) -> Vec<Oversized> {
-    largest_tensors(config)
-        .into_iter()
-        .filter(|t| t.bytes > adapter.max_binding_size)
-        .collect()
-}
-
-/// The largest tensors a step of `config` makes, by their shapes (f32): the widest weights, the
-/// logits and, for the transformer, the attention scores.
-pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
-    const F32: u64 = 4;
-    let model = &config.model;
-    let data = &config.data;
-    let batch = config.largest_micro_batch().max(config.eval_batch_size) as u64;
-    let tensor = |name: String, elements: u64| Oversized {
-        tensor: name,
-        bytes: elements * F32,
-    };
-    let mut tensors = Vec::new();
-    match model.kind {
-        ModelKind::Mlp => {
-            let (input, classes) = match data.kind.input_kind() {
-                InputKind::Points => (2, 2),
-                _ => (64, 10),
-            };
-            let widths: Vec<u64> = std::iter::once(input)
-                .chain(model.hidden.iter().map(|&w| w as u64))
-                .chain(std::iter::once(classes))
-                .collect();
-            for (i, pair) in widths.windows(2).enumerate() {
-                tensors.push(tensor(format!("layer {i} weight"), pair[0] * pair[1]));
-            }
-            let widest = widths.iter().copied().max().unwrap_or(1);
-            tensors.push(tensor("widest activation".into(), batch * widest));
-        }
-        ModelKind::Cnn => {
-            let (side, pooled) = cnn_geometry();
-            let (c1, c2) = (model.channels[0] as u64, model.channels[1] as u64);
-            let hidden = model.hidden[0] as u64;
-            let pooled = (pooled * pooled) as u64;
-            tensors.push(tensor("dense weight".into(), c2 * pooled * hidden));
-            let area = (side * side) as u64;
-            tensors.push(tensor("second convolution's output".into(), batch * c2 * area));
-            tensors.push(tensor("first convolution's output".into(), batch * c1 * area));
-        }
-        ModelKind::Gru | ModelKind::Lstm | ModelKind::Transformer => {
-            let (vocab, width) = (data.vocab as u64, model.width as u64);
-            let positions = 2 * data.seq_len as u64;
-            tensors.push(tensor("token embedding".into(), (vocab + 1) * width));
-            tensors.push(tensor("classifier weight".into(), width * vocab));
-            tensors.push(tensor("logits".into(), batch * positions * vocab));
-            if model.kind == ModelKind::Transformer {
-                let heads = model.heads as u64;
-                tensors.push(tensor(
-                    "attention scores".into(),
-                    batch * heads * positions * positions,
-                ));
-            }
-        }
-    }
-    tensors.sort_by_key(|t| std::cmp::Reverse(t.bytes));
-    tensors
 }

@@ -237,3 +237,29 @@ fn out_of_memory_exits_3_naming_the_phase_the_kernel_and_what_would_fit() {
     println!("offered {offered:?}; fits under 2 MiB: {fitting:?}");
     assert!(fitting.is_some(), "none of {offered:?} fits under 2 MiB");
 }
+
+#[test]
+fn a_tensor_larger_than_the_adapter_binds_is_refused_before_the_run() {
+    // The evaluation batch's logits, 512 x 16 positions x 50,000 classes: 1.6 GB in one
+    // buffer, over lavapipe's 128 MiB binding limit; the run would otherwise fail mid-step.
+    let logits = 512 * 16 * 50_000 * 4;
+    let binds = crate::suite::support::gpu().1.adapter.max_binding_size;
+    if binds >= logits {
+        println!("skipped: this adapter binds {binds} bytes, the logits fit");
+        return;
+    }
+    let out = vramlab(&[
+        "train",
+        "--preset",
+        "sort-transformer",
+        "--set",
+        "data.vocab=50000",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("eval_batch_size") && err.contains("logits"),
+        "{err}"
+    );
+}

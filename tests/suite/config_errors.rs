@@ -132,13 +132,19 @@ fn each_invalid_field_is_named_in_its_error() {
             "sort-gru",
             "data.seq_len=1",
             "data.seq_len",
-            "out of range 2..=256",
+            "out of range 2..=4096",
         ),
         (
             "sort-gru",
-            "data.vocab=1000",
+            "data.vocab=1",
             "data.vocab",
-            "out of range 2..=256",
+            "out of range 2..=262144",
+        ),
+        (
+            "sort-gru",
+            "data.seq_len=4096",
+            "data.samples",
+            "`vramlab plan`, which needs no data",
         ),
         (
             "sort-gru",
@@ -162,7 +168,7 @@ fn each_invalid_field_is_named_in_its_error() {
             "sort-transformer",
             "model.layers=0",
             "model.layers",
-            "out of range 1..=16",
+            "out of range 1..=96",
         ),
         ("sort-transformer", "model.ff=0", "model.ff", "out of range"),
         (

@@ -116,7 +116,7 @@ fn a_plans_suggestions_are_planned_too() {
 #[test]
 fn tensors_over_the_adapters_binding_limit_mark_a_plan_incomplete() {
     let gpt2 = vramlab::engine::presets::preset("gpt2-small").unwrap();
-    let largest = plan::largest_tensors(&gpt2);
+    let largest = vramlab::engine::memory::largest::largest_tensors(&gpt2);
     let logits = largest.iter().find(|t| t.tensor == "logits").unwrap();
     assert_eq!(logits.bytes, 8 * 1024 * 50257 * 4);
     assert_eq!(largest[0], *logits);

@@ -158,6 +158,8 @@ pub fn DataPreview(
                     HostInputs::Tokens { .. } => sequence(&d),
                     HostInputs::Floats { width: 2, .. } => scatter(&d, grid.get()),
                     HostInputs::Floats { .. } => digits(&d),
+                    // Dataset::build always has samples; only plans use shapes.
+                    HostInputs::Shape { .. } => ().into_any(),
                 },
             }}
         </div>

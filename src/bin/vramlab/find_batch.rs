@@ -110,7 +110,7 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         let Some(most) = finder::plannable_batch(config, &gpu.adapter) else {
             let mut one = config.clone();
             (one.batch_size, one.eval_batch_size) = (1, 1);
-            let tensor = &vramlab::engine::plan::oversized(&one, &gpu.adapter)[0];
+            let tensor = &vramlab::engine::memory::largest::oversized(&one, &gpu.adapter)[0];
             return Err(ConfigError::invalid(
                 "--plan",
                 format!(

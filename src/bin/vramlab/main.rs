@@ -123,7 +123,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
     let progress = progress::Progress::new(config.steps);
     let timeline = if args.dry_run {
-        let oversized = engine::plan::oversized(&config, &gpu.adapter);
+        let oversized = engine::memory::largest::oversized(&config, &gpu.adapter);
         if let Some(tensor) = oversized.first() {
             anyhow::bail!(
                 "cannot follow {} at batch {} in a dry run: its {} ({}) exceeds this adapter's \

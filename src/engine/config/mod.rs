@@ -25,9 +25,9 @@ pub mod limits {
     /// data, and a run's data is bounded by [`HOST_TOKENS`] instead.
     pub const SEQ_LEN: (usize, usize) = (2, 4096);
     pub const VOCAB: (usize, usize) = (2, 262_144);
-    /// Tokens a run may generate in host memory (`samples x 2 x seq_len`): 512 MiB of ids.
-    pub const HOST_TOKENS: usize = 1 << 26;
-    pub const WIDTH: (usize, usize) = (1, 16_384);
+    /// Tokens a run may generate in host memory (`samples x 2 x seq_len`): 256 MiB of ids.
+    pub const HOST_TOKENS: usize = 1 << 25;
+    pub const WIDTH: (usize, usize) = (1, 8192);
     pub const LAYERS: (usize, usize) = (1, 96);
     pub const HIDDEN_LAYERS: (usize, usize) = (0, 16);
     pub const HEADS: (usize, usize) = (1, 64);

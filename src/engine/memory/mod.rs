@@ -2,6 +2,7 @@
 
 pub mod analytic;
 pub mod high_water;
+pub mod largest;
 pub mod meter;
 pub mod sampler;
 

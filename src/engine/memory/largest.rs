@@ -1,0 +1,94 @@
+//! The largest tensors a config makes, by their shapes: what no single page of an adapter's
+//! pools may exceed (its largest storage binding), in a run or a plan.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::{InputKind, ModelKind, RunConfig};
+use crate::engine::device::AdapterInfo;
+use crate::engine::models::cnn_geometry;
+
+/// A tensor the config makes, by its shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Oversized {
+    pub tensor: String,
+    pub bytes: u64,
+    /// The config field that sizes it: `model` for a weight, else the batch it grows with.
+    pub field: String,
+}
+
+/// The tensors of `config` larger than `adapter` can bind: a plan leaves them out.
+pub fn oversized(config: &RunConfig, adapter: &AdapterInfo) -> Vec<Oversized> {
+    largest_tensors(config)
+        .into_iter()
+        .filter(|t| t.bytes > adapter.max_binding_size)
+        .collect()
+}
+
+/// The largest tensors a step of `config` makes, by their shapes (f32): the widest weights, the
+/// logits and, for the transformer, the attention scores.
+pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
+    const F32: u64 = 4;
+    let model = &config.model;
+    let data = &config.data;
+    let batch = config.largest_micro_batch().max(config.eval_batch_size) as u64;
+    // Activations at the larger of the training (micro-)batch and the evaluation batch.
+    let batch_field = if config.eval_batch_size > config.largest_micro_batch() {
+        "eval_batch_size"
+    } else {
+        "batch_size"
+    };
+    let weight = |name: &str, elements: u64| Oversized {
+        tensor: name.into(),
+        bytes: elements * F32,
+        field: "model".into(),
+    };
+    let activation = |name: &str, elements: u64| Oversized {
+        tensor: name.into(),
+        bytes: elements * F32,
+        field: batch_field.into(),
+    };
+    let mut tensors = Vec::new();
+    match model.kind {
+        ModelKind::Mlp => {
+            let (input, classes) = match data.kind.input_kind() {
+                InputKind::Points => (2, 2),
+                _ => (64, 10),
+            };
+            let widths: Vec<u64> = std::iter::once(input)
+                .chain(model.hidden.iter().map(|&w| w as u64))
+                .chain(std::iter::once(classes))
+                .collect();
+            for (i, pair) in widths.windows(2).enumerate() {
+                tensors.push(weight(&format!("layer {i} weight"), pair[0] * pair[1]));
+            }
+            let widest = widths.iter().copied().max().unwrap_or(1);
+            tensors.push(activation("widest activation", batch * widest));
+        }
+        ModelKind::Cnn => {
+            let (side, pooled) = cnn_geometry();
+            let (c1, c2) = (model.channels[0] as u64, model.channels[1] as u64);
+            let hidden = model.hidden[0] as u64;
+            let pooled = (pooled * pooled) as u64;
+            tensors.push(weight("dense weight", c2 * pooled * hidden));
+            let area = (side * side) as u64;
+            tensors.push(activation("second convolution's output", batch * c2 * area));
+            tensors.push(activation("first convolution's output", batch * c1 * area));
+        }
+        ModelKind::Gru | ModelKind::Lstm | ModelKind::Transformer => {
+            let (vocab, width) = (data.vocab as u64, model.width as u64);
+            let positions = 2 * data.seq_len as u64;
+            tensors.push(weight("token embedding", (vocab + 1) * width));
+            tensors.push(weight("classifier weight", width * vocab));
+            tensors.push(activation("logits", batch * positions * vocab));
+            if model.kind == ModelKind::Transformer {
+                let heads = model.heads as u64;
+                tensors.push(activation(
+                    "attention scores",
+                    batch * heads * positions * positions,
+                ));
+            }
+        }
+    }
+    tensors.sort_by_key(|t| std::cmp::Reverse(t.bytes));
+    tensors
+}
