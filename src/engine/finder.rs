@@ -14,8 +14,8 @@ use web_time::Instant;
 use crate::engine::config::{Budget, RunConfig, limits};
 use crate::engine::data::split_sizes;
 use crate::engine::device::{AdapterInfo, Gpu};
-use crate::engine::memory::largest::oversized;
 use crate::engine::error::{ConfigError, EngineError};
+use crate::engine::memory::largest::oversized;
 use crate::engine::memory::predict;
 use crate::engine::outcome::OutOfMemory;
 use crate::engine::train::Run;
@@ -391,9 +391,9 @@ pub async fn find<R: TrialRunner>(
                  hold more",
                 split_sizes(&question.config.data).0
             ),
-            Purpose::Plan => format!(
-                "{hi} is the largest batch a config allows: the budget may hold more"
-            ),
+            Purpose::Plan => {
+                format!("{hi} is the largest batch a config allows: the budget may hold more")
+            }
         });
     }
     if trials.exhausted {

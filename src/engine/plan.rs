@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
 use super::config::RunConfig;
-use super::memory::largest::{Oversized, oversized};
 use super::device::{AdapterInfo, Gpu};
 use super::error::EngineError;
+use super::memory::largest::{Oversized, oversized};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
 use super::overrides::apply_override;
 use super::phase::Phase;
@@ -62,7 +62,6 @@ pub struct Plan {
     /// Wall time of all the plans this one took (its own and its suggestions').
     pub seconds: f64,
 }
-
 
 /// A suggested change and what its own plan found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,8 +118,8 @@ pub async fn follow(
     run.finish().await
 }
 
-/// Plan `config`: its figures without a budget, then (when it has one that the figures pass)
-/// where it runs out, and each suggestion planned under the same budget. `on_step` hears each
+/// Plan `config`: its figures without a budget, then (when it has a budget those figures pass)
+/// where a budgeted run would stop, and each suggestion planned under the same budget. `on_step` hears each
 /// step of each plan.
 pub async fn plan(
     config: &RunConfig,

@@ -6,7 +6,14 @@ use crate::suite::support::vramlab;
 use serde_json::Value;
 
 fn find(preset: &str, budget: &str, sets: &[&str]) -> Value {
-    let mut args = vec!["find-batch", "--preset", preset, "--budget", budget, "--json"];
+    let mut args = vec![
+        "find-batch",
+        "--preset",
+        preset,
+        "--budget",
+        budget,
+        "--json",
+    ];
     for set in sets {
         args.extend(["--set", set]);
     }

@@ -34,7 +34,12 @@ fn a_plan_reproduces_a_real_runs_high_water_marks() {
             measured.high_water_in_use_bytes
         ) < 0.01
     );
-    for phase in [Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval] {
+    for phase in [
+        Phase::Forward,
+        Phase::Backward,
+        Phase::Optimizer,
+        Phase::Eval,
+    ] {
         let (p, m) = (
             planned.high_water_in_use_by_phase[&phase],
             measured.high_water_in_use_by_phase[&phase],

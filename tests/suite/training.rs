@@ -15,7 +15,13 @@ fn loss_falls_on_spiral_with_an_mlp() {
 #[test]
 fn loss_falls_on_digits_with_a_cnn() {
     let (_lock, gpu) = gpu();
-    let timeline = run(&gpu, config("digits-cnn", &["steps=25", "batch_size=128", "eval_every=0"]));
+    let timeline = run(
+        &gpu,
+        config(
+            "digits-cnn",
+            &["steps=25", "batch_size=128", "eval_every=0"],
+        ),
+    );
     let (first, last) = loss_ends(&timeline, 5);
     let accuracy = timeline.summary.eval_accuracy.unwrap();
     println!("digits-cnn: loss {first:.4} -> {last:.4}, test accuracy {accuracy:.3}");
@@ -26,10 +32,18 @@ fn loss_falls_on_digits_with_a_cnn() {
 #[test]
 fn loss_falls_on_sort_with_a_gru() {
     let (_lock, gpu) = gpu();
-    let timeline = run(&gpu, config(
+    let timeline = run(
+        &gpu,
+        config(
             "sort-gru",
-            &["steps=40", "batch_size=64", "model.width=32", "eval_every=0"],
-        ));
+            &[
+                "steps=40",
+                "batch_size=64",
+                "model.width=32",
+                "eval_every=0",
+            ],
+        ),
+    );
     let (first, last) = loss_ends(&timeline, 5);
     println!("sort-gru: loss {first:.4} -> {last:.4}");
     assert!(last < 0.8 * first, "loss {first} -> {last}");
@@ -42,7 +56,12 @@ fn loss_falls_on_sort_with_a_transformer() {
         &gpu,
         config(
             "sort-transformer",
-            &["steps=25", "batch_size=32", "model.width=32", "eval_every=0"],
+            &[
+                "steps=25",
+                "batch_size=32",
+                "model.width=32",
+                "eval_every=0",
+            ],
         ),
     );
     let (first, last) = loss_ends(&timeline, 5);

@@ -40,9 +40,11 @@ pub enum Command {
     BenchSampling(TrainArgs),
 }
 
+/// Where a config comes from: a preset or a file, then overrides and a budget.
 #[derive(Args, Debug, Default)]
-pub struct TrainArgs {
-    /// A named preset (see `vramlab presets`).
+pub struct ConfigArgs {
+    /// A named preset (see `vramlab presets`; gpt2-small, wide-cnn and big-mlp are sized for
+    /// `vramlab plan`).
     #[arg(long, conflicts_with = "config")]
     pub preset: Option<String>,
     /// A JSON config file; fields left out take their defaults.
@@ -51,10 +53,17 @@ pub struct TrainArgs {
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub overrides: Vec<String>,
-    /// Run as if the GPU had only this much memory: 512MiB, 6GiB, 1536KiB, plain bytes, or a
-    /// fraction of the adapter's largest buffer such as 0.8 (same as --set budget=SIZE).
+    /// The GPU's memory: 512MiB, 24GiB, 1536KiB, plain bytes, or a fraction of the adapter's
+    /// largest buffer such as 0.8 (same as --set budget=SIZE). A run behaves as if the GPU had
+    /// only this much; a plan says whether it fits.
     #[arg(long, value_name = "SIZE")]
     pub budget: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub source: ConfigArgs,
     /// Number of training steps (same as --set steps=N).
     #[arg(long)]
     pub steps: Option<usize>,
@@ -78,20 +87,8 @@ pub struct TrainArgs {
 
 #[derive(Args, Debug, Default)]
 pub struct PlanArgs {
-    /// A named preset (see `vramlab presets`; gpt2-small, wide-cnn and big-mlp are sized for
-    /// plans).
-    #[arg(long, conflicts_with = "config")]
-    pub preset: Option<String>,
-    /// A JSON config file; fields left out take their defaults.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Override a field, e.g. --set batch_size=16 --set model.layers=24. Repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub overrides: Vec<String>,
-    /// The GPU's memory to plan for: 24GiB, 512MiB, plain bytes, or a fraction of this
-    /// adapter's largest buffer such as 0.8. Without it, the plan reports and judges nothing.
-    #[arg(long, value_name = "SIZE")]
-    pub budget: Option<String>,
+    #[command(flatten)]
+    pub source: ConfigArgs,
     /// Print the plan as one JSON object on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -101,12 +98,7 @@ impl PlanArgs {
     /// Preset or file, then `--set`s, then the budget; validated for a plan (no data is
     /// generated, so the batch is not bounded by the training split).
     pub fn resolve(&self) -> Result<RunConfig, ConfigError> {
-        let config = configure(
-            self.preset.as_deref(),
-            self.config.as_ref(),
-            &self.overrides,
-            self.budget.as_deref(),
-        )?;
+        let config = self.source.configure()?;
         config.validate_for(Purpose::Plan)?;
         Ok(config)
     }
@@ -163,41 +155,34 @@ pub enum SamplingArg {
     Step,
 }
 
-/// Preset or file, then `--set`s in order, then the budget; not yet validated.
-fn configure(
-    preset_name: Option<&str>,
-    file: Option<&PathBuf>,
-    overrides: &[String],
-    budget: Option<&str>,
-) -> Result<RunConfig, ConfigError> {
-    let base = match (preset_name, file) {
-        (_, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|err| {
-                ConfigError::invalid("--config", format!("{}: {err}", path.display()))
-            })?;
-            RunConfig::from_json(&text)?
+impl ConfigArgs {
+    /// Preset or file, then `--set`s in order, then the budget; not yet validated.
+    fn configure(&self) -> Result<RunConfig, ConfigError> {
+        let base = match (&self.preset, &self.config) {
+            (_, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|err| {
+                    ConfigError::invalid("--config", format!("{}: {err}", path.display()))
+                })?;
+                RunConfig::from_json(&text)?
+            }
+            (Some(name), None) => preset(name)?,
+            (None, None) => preset(DEFAULT_PRESET)?,
+        };
+        let mut config = apply_overrides(base, self.overrides.iter().map(String::as_str))?;
+        if let Some(budget) = &self.budget {
+            let budget =
+                Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
+            config.budget = Some(budget);
         }
-        (Some(name), None) => preset(name)?,
-        (None, None) => preset(DEFAULT_PRESET)?,
-    };
-    let mut config = apply_overrides(base, overrides.iter().map(String::as_str))?;
-    if let Some(budget) = budget {
-        let budget = Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
-        config.budget = Some(budget);
+        Ok(config)
     }
-    Ok(config)
 }
 
 impl TrainArgs {
     /// Preset or file, then `--set`s in order, then the dedicated flags; validated (for a plan
     /// when `purpose` says so).
     pub fn resolve_for(&self, purpose: Purpose) -> Result<RunConfig, ConfigError> {
-        let mut config = configure(
-            self.preset.as_deref(),
-            self.config.as_ref(),
-            &self.overrides,
-            self.budget.as_deref(),
-        )?;
+        let mut config = self.source.configure()?;
         if let Some(steps) = self.steps {
             config.steps = steps;
         }

@@ -2,9 +2,7 @@
 //! comparison of the five search methods.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use vramlab::engine::finder::{
-    self, Method, Question, Search, Trial, TrialResult, TrialRunner,
-};
+use vramlab::engine::finder::{self, Method, Question, Search, Trial, TrialResult, TrialRunner};
 use vramlab::engine::{ConfigError, EngineError, Gpu, Purpose, RunConfig};
 
 use crate::args::{FindArgs, MethodArg};
@@ -138,7 +136,11 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         question
     };
     finder::check(&question)?;
-    let trials = if args.plan { Trials::Plans } else { Trials::Runs };
+    let trials = if args.plan {
+        Trials::Plans
+    } else {
+        Trials::Runs
+    };
     if args.plan && args.compare {
         return compare_plans_and_runs(&question, args.run.json);
     }

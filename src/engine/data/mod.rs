@@ -26,11 +26,20 @@ pub struct Split {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum HostInputs {
-    Floats { values: Vec<f32>, width: usize },
-    Tokens { values: Vec<i64>, width: usize },
+    Floats {
+        values: Vec<f32>,
+        width: usize,
+    },
+    Tokens {
+        values: Vec<i64>,
+        width: usize,
+    },
     /// No samples, only their shape: a plan's batches are zeros of the right size, so a model
     /// far bigger than this machine's memory needs no data set (see [`Dataset::shapes`]).
-    Shape { width: usize, tokens: bool },
+    Shape {
+        width: usize,
+        tokens: bool,
+    },
 }
 
 impl HostInputs {

@@ -121,7 +121,11 @@ impl LaunchWatch {
     /// allocator holds now (work between two steps, such as the page's decision grid, belongs
     /// to neither).
     pub fn forget(&self) {
-        let usage = self.watcher.client.memory_report(MemoryScope::Device).usage();
+        let usage = self
+            .watcher
+            .client
+            .memory_report(MemoryScope::Device)
+            .usage();
         let now = MemoryReading {
             in_use_bytes: usage.bytes_in_use,
             reserved_bytes: usage.bytes_reserved,

@@ -6,7 +6,6 @@ use burn::cubecl::dry_run::DryRun;
 use web_time::Instant;
 
 use crate::engine::config::{InputKind, RunConfig};
-use crate::engine::validate::Purpose;
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
 use crate::engine::error::{ConfigError, EngineError};
@@ -16,6 +15,7 @@ use crate::engine::memory::{MemoryPrediction, MemoryReading, predict, sampler};
 use crate::engine::models::Model;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
+use crate::engine::validate::Purpose;
 
 const MIB: f64 = 1024.0 * 1024.0;
 use crate::engine::strategies::{Hooks, Setup};
