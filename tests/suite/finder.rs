@@ -1,7 +1,7 @@
 //! The max-batch finder, checked from outside: its answer fits a training run under the same
 //! budget and one step more does not; it needs few trials; the comparison lists every method.
 
-use crate::suite::support::vramlab;
+use crate::suite::support::{vramlab, vramlab_json};
 
 use serde_json::Value;
 
@@ -17,13 +17,7 @@ fn find(preset: &str, budget: &str, sets: &[&str]) -> Value {
     for set in sets {
         args.extend(["--set", set]);
     }
-    let out = vramlab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    vramlab_json(&args)
 }
 
 /// A training run as the finder's trials run it: two steps, the evaluation at the end.
@@ -206,7 +200,7 @@ fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_bas
 
 #[test]
 fn planned_trials_find_what_real_trials_find() {
-    let out = vramlab(&[
+    let both: Value = vramlab_json(&[
         "find-batch",
         "--preset",
         "digits-cnn",
@@ -218,12 +212,6 @@ fn planned_trials_find_what_real_trials_find() {
         "--compare",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let both: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let (plans, runs) = (&both["plans"], &both["runs"]);
     println!(
         "digits-cnn under 16 MiB: plans found {} in {:.1} s, runs {} in {:.1} s",

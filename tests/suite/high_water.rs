@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::support::{config, gpu, mib, run, vramlab};
+use super::support::{config, gpu, mib, run, vramlab, vramlab_json};
 
 #[test]
 fn the_high_water_mark_sees_the_backward_peak_that_phase_end_readings_miss() {
@@ -50,16 +50,6 @@ fn the_high_water_mark_sees_the_backward_peak_that_phase_end_readings_miss() {
     }
 }
 
-fn summary(args: &[&str]) -> Value {
-    let out = vramlab(args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON summary")
-}
-
 #[test]
 fn a_budget_the_phase_readings_fit_but_the_high_water_does_not_stops_the_step() {
     // Exclusive pages (a new process may pick its pools): what the pool keeps is close to what
@@ -78,7 +68,7 @@ fn a_budget_the_phase_readings_fit_but_the_high_water_does_not_stops_the_step() 
         "strategies.memory_pool=exclusive",
         "--json",
     ];
-    let unbudgeted = summary(&args);
+    let unbudgeted = vramlab_json::<Value>(&args);
     let reading = unbudgeted["peak_in_use_bytes"].as_u64().unwrap();
     let mark = unbudgeted["high_water_in_use_bytes"].as_u64().unwrap();
     let budget = (reading + mark) / 2;

@@ -4,7 +4,7 @@
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, Plan};
 
-use crate::suite::support::{config, gpu, mib, run, vramlab};
+use crate::suite::support::{config, gpu, mib, run, vramlab_json};
 
 /// Relative difference of two byte counts.
 fn off(a: u64, b: u64) -> f64 {
@@ -62,13 +62,7 @@ fn a_plan_reproduces_a_real_runs_high_water_marks() {
 fn plan_cli(args: &[&str]) -> Plan {
     let mut all = vec!["plan", "--json"];
     all.extend(args);
-    let out = vramlab(&all);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a plan as JSON")
+    vramlab_json(&all)
 }
 
 #[test]

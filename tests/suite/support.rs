@@ -42,6 +42,18 @@ pub fn vramlab(args: &[&str]) -> std::process::Output {
         .expect("the binary runs")
 }
 
+/// The built binary's JSON output, for a command that must succeed.
+pub fn vramlab_json<T: serde::de::DeserializeOwned>(args: &[&str]) -> T {
+    let out = vramlab(args);
+    assert!(
+        out.status.success(),
+        "vramlab {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
