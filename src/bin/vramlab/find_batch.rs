@@ -5,6 +5,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::finder::{self, Method, Question, Search, Trial, TrialResult, TrialRunner};
 use vramlab::engine::{ConfigError, EngineError, Gpu, Purpose, RunConfig};
 
+use vramlab::engine::memory::largest;
+
 use crate::args::{FindArgs, MethodArg};
 use crate::report::{self, mib};
 use crate::subprocess::{self, Trained};
@@ -23,12 +25,12 @@ fn method(arg: MethodArg) -> Method {
 /// user's `train` at that batch will see. As plans, `train --dry-run`: in-process plans would
 /// inherit the earlier trials' pages and fused shapes, and differ by those.
 struct Subprocess {
-    trials: Trials,
+    purpose: Purpose,
 }
 
 impl TrialRunner for Subprocess {
     async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
-        let dry_run = matches!(self.trials, Trials::Plans);
+        let dry_run = self.purpose == Purpose::Plan;
         let trained = subprocess::train(&config, dry_run).map_err(|err| EngineError::Device {
             phase: "trial".into(),
             message: format!("{err:#}"),
@@ -43,16 +45,8 @@ impl TrialRunner for Subprocess {
     }
 }
 
-/// Where a search's trials run.
-#[derive(Clone, Copy)]
-enum Trials {
-    /// Each its own `vramlab train` process.
-    Runs,
-    /// Dry runs in this process.
-    Plans,
-}
-
-fn search(question: &Question, method: Method, trials: Trials) -> anyhow::Result<Search> {
+/// One search, its trials as runs or as plans (`purpose`).
+fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Result<Search> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix}: {pos} trials  {msg}")
@@ -70,9 +64,9 @@ fn search(question: &Question, method: Method, trials: Trials) -> anyhow::Result
             mib(trial.peak_reserved_bytes)
         ));
     };
-    let (purpose, largest_batch) = match trials {
-        Trials::Runs => (Purpose::Run, None),
-        Trials::Plans => (Purpose::Plan, question.largest_batch.clone()),
+    let largest_batch = match purpose {
+        Purpose::Run => None,
+        Purpose::Plan => question.largest_batch.clone(),
     };
     let question = Question {
         config: question.config,
@@ -82,7 +76,7 @@ fn search(question: &Question, method: Method, trials: Trials) -> anyhow::Result
         purpose,
         largest_batch,
     };
-    let mut runner = Subprocess { trials };
+    let mut runner = Subprocess { purpose };
     let found = pollster::block_on(finder::find(&question, method, &mut runner, &mut on_trial));
     bar.finish_and_clear();
     Ok(found?)
@@ -108,18 +102,9 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         let Some(most) = finder::plannable_batch(config, &gpu.adapter) else {
             let mut one = config.clone();
             (one.batch_size, one.eval_batch_size) = (1, 1);
-            let tensor = &vramlab::engine::memory::largest::oversized(&one, &gpu.adapter)[0];
-            return Err(ConfigError::invalid(
-                "--plan",
-                format!(
-                    "even at batch 1 the {} ({}) exceeds this adapter's largest binding ({}): \
-                     a dry run here would leave it out; plan on a GPU with a larger limit",
-                    tensor.tensor,
-                    report::size(tensor.bytes),
-                    report::size(gpu.adapter.max_binding_size)
-                ),
-            )
-            .into());
+            return Err(largest::bindable(&one, &gpu.adapter)
+                .expect_err("batch 1 has a tensor over the binding limit")
+                .into());
         };
         Question {
             largest_batch: Some((
@@ -136,16 +121,11 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         question
     };
     finder::check(&question)?;
-    let trials = if args.plan {
-        Trials::Plans
-    } else {
-        Trials::Runs
-    };
     if args.plan && args.compare {
         return compare_plans_and_runs(&question, args.run.json);
     }
     if !args.compare {
-        let found = search(&question, method(args.method), trials)?;
+        let found = search(&question, method(args.method), question.purpose)?;
         if args.run.json {
             println!("{}", serde_json::to_string_pretty(&found)?);
         } else {
@@ -154,9 +134,9 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         return Ok(());
     }
     // vramlab's search first: its answer is the true maximum the others are held to.
-    let mut searches = vec![search(&question, Method::Vramlab, trials)?];
+    let mut searches = vec![search(&question, Method::Vramlab, question.purpose)?];
     for other in Method::ALL.into_iter().filter(|m| *m != Method::Vramlab) {
-        searches.push(search(&question, other, trials)?);
+        searches.push(search(&question, other, question.purpose)?);
     }
     if args.run.json {
         println!("{}", serde_json::to_string_pretty(&searches)?);
@@ -168,8 +148,8 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
 
 /// vramlab's search with its trials as plans, then as runs: the two answers side by side.
 fn compare_plans_and_runs(question: &Question, json: bool) -> anyhow::Result<()> {
-    let planned = search(question, Method::Vramlab, Trials::Plans)?;
-    let measured = search(question, Method::Vramlab, Trials::Runs)?;
+    let planned = search(question, Method::Vramlab, Purpose::Plan)?;
+    let measured = search(question, Method::Vramlab, Purpose::Run)?;
     if json {
         println!(
             "{}",

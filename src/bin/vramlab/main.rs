@@ -123,18 +123,8 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
     let progress = progress::Progress::new(config.steps);
     let timeline = if args.dry_run {
-        let oversized = engine::memory::largest::oversized(&config, &gpu.adapter);
-        if let Some(tensor) = oversized.first() {
-            anyhow::bail!(
-                "cannot follow {} at batch {} in a dry run: its {} ({}) exceeds this adapter's \
-                 largest binding ({}), so the figures would leave it out",
-                config.name,
-                config.batch_size,
-                tensor.tensor,
-                report::size(tensor.bytes),
-                report::size(gpu.adapter.max_binding_size)
-            );
-        }
+        // A plan would leave such a tensor out; a trial must not pass on that.
+        engine::memory::largest::bindable(&config, &gpu.adapter)?;
         pollster::block_on(engine::plan::follow(config, &gpu, &mut |_| {}))
     } else {
         pollster::block_on(engine::train(config, &gpu, |outcome| {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{InputKind, ModelKind, RunConfig};
 use crate::engine::device::AdapterInfo;
+use crate::engine::error::ConfigError;
 use crate::engine::models::cnn_geometry;
 
 /// A tensor the config makes, by its shape.
@@ -22,6 +23,27 @@ pub fn oversized(config: &RunConfig, adapter: &AdapterInfo) -> Vec<Oversized> {
         .into_iter()
         .filter(|t| t.bytes > adapter.max_binding_size)
         .collect()
+}
+
+/// A tensor larger than the adapter can bind fails a run mid-step (wgpu refuses the binding,
+/// cubecl the page) and is left out of a plan's figures: refuse it up front, naming the field
+/// to change.
+pub fn bindable(config: &RunConfig, adapter: &AdapterInfo) -> Result<(), ConfigError> {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let Some(tensor) = oversized(config, adapter).into_iter().next() else {
+        return Ok(());
+    };
+    let field = tensor.field.as_str();
+    Err(ConfigError::invalid(
+        field,
+        format!(
+            "the {} would take {:.1} MiB, more than this adapter binds in one buffer ({:.1} \
+             MiB); a smaller {field}, or `vramlab plan` on an adapter with a larger limit",
+            tensor.tensor,
+            tensor.bytes as f64 / MIB,
+            adapter.max_binding_size as f64 / MIB
+        ),
+    ))
 }
 
 /// The largest tensors a step of `config` makes, by their shapes (f32): the widest weights, the

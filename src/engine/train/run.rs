@@ -8,18 +8,16 @@ use web_time::Instant;
 use crate::engine::config::{InputKind, RunConfig};
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
-use crate::engine::error::{ConfigError, EngineError};
-use crate::engine::memory::largest::oversized;
+use crate::engine::error::EngineError;
+use crate::engine::memory::largest::bindable;
 use crate::engine::memory::meter::Meter;
 use crate::engine::memory::{MemoryPrediction, MemoryReading, predict, sampler};
 use crate::engine::models::Model;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
-use crate::engine::validate::Purpose;
-
-const MIB: f64 = 1024.0 * 1024.0;
 use crate::engine::strategies::{Hooks, Setup};
 use crate::engine::suggest;
+use crate::engine::validate::Purpose;
 
 use super::pace::Pace;
 use super::records::{EvalRecord, Measured, StepRecord, Summary, Timeline};
@@ -60,7 +58,7 @@ impl Run {
     /// Validate the config, build data and model, and start from the device's baseline memory.
     pub fn new(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
         config.validate()?;
-        refuse_unbindable(&config, gpu)?;
+        bindable(&config, &gpu.adapter)?;
         let data =
             Dataset::build(&config.data, config.seed).map_err(|message| EngineError::Device {
                 phase: "data".into(),
@@ -298,25 +296,6 @@ impl Run {
             evals: self.evals,
         })
     }
-}
-
-/// A tensor larger than the adapter can bind fails mid-run (wgpu refuses the binding, cubecl
-/// the page): say so before anything runs, naming what to change.
-fn refuse_unbindable(config: &RunConfig, gpu: &Gpu) -> Result<(), ConfigError> {
-    let Some(tensor) = oversized(config, &gpu.adapter).into_iter().next() else {
-        return Ok(());
-    };
-    let field = tensor.field.as_str();
-    Err(ConfigError::invalid(
-        field,
-        format!(
-            "the {} would take {:.1} MiB, more than this adapter binds in one buffer ({:.1} \
-             MiB); a smaller {field}, or `vramlab plan` on an adapter with a larger limit",
-            tensor.tensor,
-            tensor.bytes as f64 / MIB,
-            gpu.adapter.max_binding_size as f64 / MIB
-        ),
-    ))
 }
 
 /// The centres of an `n` x `n` grid over `[-extent, extent]`^2 as (x, y) pairs, row by row from
