@@ -1,7 +1,7 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
 //! A strategy's own refusals (what it cannot run with) live in its file under `strategies`.
 
-use super::config::{DataKind, InputKind, Kernels, MemoryPool, ModelKind, RunConfig, limits};
+use super::config::{Budget, DataKind, InputKind, Kernels, ModelKind, RunConfig, limits};
 use super::error::ConfigError;
 use super::strategies;
 
@@ -61,11 +61,10 @@ fn host_data(config: &RunConfig) -> Check {
 
 /// What a dry run cannot follow without executing.
 fn plannable(config: &RunConfig) -> Check {
-    if config.strategies.memory_pool == MemoryPool::Exclusive {
+    if let Some(why) = strategies::memory_pool::cannot_plan(config.strategies.memory_pool) {
         return Err(ConfigError::invalid(
             "strategies.memory_pool",
-            "exclusive pages are allocated on the device even in a dry run (cubecl 0.11), so a \
-             plan of them could exhaust this machine; plan with subslices",
+            format!("{why}; plan with subslices"),
         ));
     }
     if config.strategies.kernels == Kernels::Fused {
@@ -73,6 +72,13 @@ fn plannable(config: &RunConfig) -> Check {
             "strategies.kernels",
             "the fused kernels copy weights and logits to the host, which a dry run cannot \
              follow; plan with burn",
+        ));
+    }
+    if let Some(Budget::Fraction(_)) = config.budget {
+        return Err(ConfigError::invalid(
+            "budget",
+            "a plan runs on no device, so a share of one means nothing; give a size such as \
+             24GiB",
         ));
     }
     Ok(())

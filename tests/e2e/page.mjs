@@ -77,6 +77,12 @@ await page.screenshot({ path: path.join(shots, '1-trained.png'), fullPage: true 
 await page.fill('input[name="strategies.grad_accumulation"]', '4');
 await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
 check(page.url().includes('strategies.grad_accumulation=4'), 'the URL carries the strategy');
+// Plans: off on WebGPU's exclusive pages, saying why, with the native command for this config.
+const planButton = await page.$eval('#plan', (b) => ({ off: b.disabled, why: b.title }));
+const planCommand = await page.textContent('#plan-command');
+check(planButton.off && planButton.why.includes('exclusive pages'), `Plan is off and says why: "${planButton.why}"`);
+check(planCommand.startsWith('vramlab plan --preset spiral-mlp') && planCommand.includes('--set strategies.grad_accumulation=4'),
+  `the page gives the native plan command: "${planCommand}"`);
 await trainToEnd('with grad_accumulation=4');
 const on = await trainingMiB();
 console.log(`     high-water in use of the training steps: ${off} MiB -> ${on} MiB with grad_accumulation=4`);

@@ -2,7 +2,7 @@
 
 use vramlab::engine::overrides::apply_override;
 use vramlab::engine::presets::preset;
-use vramlab::engine::{ConfigError, RunConfig};
+use vramlab::engine::{ConfigError, Purpose, RunConfig};
 
 fn error_for(base: &str, assignment: &str) -> ConfigError {
     let config = preset(base).unwrap();
@@ -249,5 +249,23 @@ fn fused_kernels_name_the_strategy_they_cannot_run_with() {
         let err = config.validate().unwrap_err();
         assert_eq!(err.field(), Some(field), "{assignment}: {err}");
         assert!(err.to_string().contains("or use kernels = burn"), "{err}");
+    }
+}
+
+#[test]
+fn a_plan_names_what_it_cannot_follow() {
+    for (assignment, field, text) in [
+        (
+            "strategies.memory_pool=exclusive",
+            "strategies.memory_pool",
+            "allocated on the device even in a dry run",
+        ),
+        ("budget=0.5", "budget", "a size such as 24GiB"),
+    ] {
+        let config = apply_override(&preset("digits-cnn").unwrap(), assignment).unwrap();
+        config.validate().unwrap();
+        let err = config.validate_for(Purpose::Plan).unwrap_err();
+        assert_eq!(err.field(), Some(field), "{assignment}: {err}");
+        assert!(err.to_string().contains(text), "{assignment}: {err}");
     }
 }

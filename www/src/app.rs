@@ -3,10 +3,11 @@
 use leptos::prelude::*;
 use vramlab::engine::AdapterInfo;
 use vramlab::engine::RunConfig;
+use vramlab::engine::config::MemoryPool;
 use vramlab::engine::memory::predict;
 use vramlab::engine::outcome::{OutOfMemory, Suggestion};
 use vramlab::engine::phase::Phase;
-use vramlab::engine::strategies::catalog;
+use vramlab::engine::strategies::{catalog, memory_pool};
 use vramlab::engine::train::{StepRecord, Summary, Timeline};
 use wasm_bindgen::JsCast;
 
@@ -95,6 +96,7 @@ pub fn App() -> impl IntoView {
                     <button id="resume" on:click=resume
                         disabled=move || live.status.get() != Status::Paused>"Resume"</button>
                     <button id="step" on:click=one_step disabled=running>"One step"</button>
+                    <PlanButton pools=live.pools />
                     <button id="reset" on:click=reset>"Reset"</button>
                     <button id="pin" title="keep this run on the charts to compare with the next"
                         disabled=move || live.timeline.with(Option::is_none)
@@ -116,6 +118,7 @@ pub fn App() -> impl IntoView {
                         format!("step {done} / {}", editor.config.with(|c| c.steps))
                     }}</span>
                 </section>
+                <PlanNote editor=editor pools=live.pools adapter=live.adapter />
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
                 <Charts live=live config=editor.config />
                 <Comparison pinned=live.pinned timeline=live.timeline />
@@ -123,6 +126,56 @@ pub fn App() -> impl IntoView {
                 <SummaryCard timeline=live.timeline />
             </div>
         </main>
+    }
+}
+
+/// Why this page cannot plan on the pools its device started with; `None` until it started.
+fn plan_refusal(pools: Option<MemoryPool>) -> Option<String> {
+    let reason = memory_pool::cannot_plan(pools?)?;
+    Some(format!(
+        "Plans are off on this page: WebGPU builds of cubecl have only exclusive pages, and {reason}."
+    ))
+}
+
+/// Plans need pools that carve pages lazily; the button stays off on pools that cannot, and
+/// says why.
+#[component]
+fn PlanButton(pools: RwSignal<Option<MemoryPool>>) -> impl IntoView {
+    let refusal = move || plan_refusal(pools.get());
+    view! {
+        <button id="plan" disabled=move || refusal().is_some() || pools.with(Option::is_none)
+            title=move || refusal().unwrap_or_default()>"Plan"</button>
+    }
+}
+
+/// What a plan would answer and where to get it: the native command for this config, and
+/// whether the estimate already says it will not fit this adapter.
+#[component]
+fn PlanNote(
+    editor: Editor,
+    pools: RwSignal<Option<MemoryPool>>,
+    adapter: RwSignal<Option<AdapterInfo>>,
+) -> impl IntoView {
+    move || {
+        let refusal = plan_refusal(pools.get())?;
+        let command = url_state::command_line("plan", &editor.preset.get(), &editor.config.get());
+        let estimate = editor.config.with(predict).peak;
+        let over = adapter
+            .get()
+            .filter(|a| estimate > a.max_buffer_size)
+            .map(|a| {
+                format!(
+                    "The estimate for this config, {:.0} MiB, is over this adapter's {:.0} MiB. ",
+                    mib(estimate),
+                    mib(a.max_buffer_size)
+                )
+            });
+        Some(view! {
+            <p class="note" id="plan-note">
+                {over}{refusal}" A plan (the allocator's own figures from a dry run, no device \
+                 memory) runs natively: "<code id="plan-command">{command}</code>
+            </p>
+        })
     }
 }
 

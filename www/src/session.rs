@@ -58,6 +58,8 @@ pub struct Live {
     pub status: RwSignal<Status>,
     pub error: RwSignal<Option<String>>,
     pub adapter: RwSignal<Option<AdapterInfo>>,
+    /// The pools the device started with (cubecl fixes them at start).
+    pub pools: RwSignal<Option<MemoryPool>>,
     /// Set when no adapter could be had: what is missing and how to get it.
     pub no_webgpu: RwSignal<Option<String>>,
     pub steps: RwSignal<Vec<StepRecord>>,
@@ -79,6 +81,7 @@ impl Live {
             status: RwSignal::new(Status::Idle),
             error: RwSignal::new(None),
             adapter: RwSignal::new(None),
+            pools: RwSignal::new(None),
             no_webgpu: RwSignal::new(None),
             steps: RwSignal::new(Vec::new()),
             evals: RwSignal::new(Vec::new()),
@@ -173,6 +176,7 @@ impl Session {
         match acquire_with(pool).await {
             Ok(gpu) => {
                 live.adapter.set(Some(gpu.adapter.clone()));
+                live.pools.set(Some(gpu.memory_pool));
                 Some(gpu)
             }
             Err(err) => {

@@ -79,8 +79,8 @@ fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
-/// The hash for `config`: its preset and every field that differs from the preset.
-pub fn render(preset_name: &str, config: &RunConfig) -> String {
+/// Every field of `config` that differs from the preset `preset_name`, as `path` and value text.
+fn differences(preset_name: &str, config: &RunConfig) -> Vec<(String, String)> {
     let base = preset(preset_name).unwrap_or_else(|_| RunConfig::default());
     let (mut now, mut was) = (Vec::new(), Vec::new());
     leaves(
@@ -93,18 +93,43 @@ pub fn render(preset_name: &str, config: &RunConfig) -> String {
         &serde_json::to_value(&base).unwrap_or_default(),
         &mut was,
     );
+    now.into_iter()
+        .filter(|(path, value)| !was.iter().any(|(p, v)| p == path && v == value))
+        .map(|(path, value)| {
+            let text = match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (path, text)
+        })
+        .collect()
+}
+
+/// The hash for `config`: its preset and every field that differs from the preset.
+pub fn render(preset_name: &str, config: &RunConfig) -> String {
     let mut parts = vec![format!("preset={preset_name}")];
-    for (path, value) in now {
-        if was.iter().any(|(p, v)| *p == path && *v == value) {
-            continue;
-        }
-        let text = match &value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+    for (path, text) in differences(preset_name, config) {
         parts.push(format!("{path}={}", encode(&text)));
     }
     format!("#{}", parts.join("&"))
+}
+
+/// The `vramlab` command line that runs `command` on `config`: its preset and a `--set` per
+/// field that differs, quoted for a POSIX shell where a value needs it.
+pub fn command_line(command: &str, preset_name: &str, config: &RunConfig) -> String {
+    let mut line = format!("vramlab {command} --preset {preset_name}");
+    for (path, text) in differences(preset_name, config) {
+        let set = format!("{path}={text}");
+        let plain = set
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-=%+,/".contains(c));
+        if plain {
+            line.push_str(&format!(" --set {set}"));
+        } else {
+            line.push_str(&format!(" --set '{}'", set.replace('\'', r"'\''")));
+        }
+    }
+    line
 }
 
 pub fn current_hash() -> String {

@@ -110,8 +110,8 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
             largest_batch: Some((
                 most,
                 format!(
-                    "above batch {most} a tensor outgrows this adapter's largest binding ({}): \
-                     plans stop there; the budget may hold more",
+                    "above batch {most} a tensor outgrows the largest binding a device states \
+                     ({}): plans stop there; the budget may hold more",
                     report::size(gpu.adapter.max_binding_size)
                 ),
             )),

@@ -76,6 +76,16 @@ fn exit_code(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// Runs go to the GPU, started with the config's pools; plans to the planning device.
+fn device_for(purpose: engine::Purpose, config: &engine::RunConfig) -> anyhow::Result<engine::Gpu> {
+    Ok(match purpose {
+        engine::Purpose::Run => {
+            pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?
+        }
+        engine::Purpose::Plan => engine::device::planner()?,
+    })
+}
+
 fn find_batch(args: &args::FindArgs) -> anyhow::Result<()> {
     let purpose = if args.plan {
         engine::Purpose::Plan
@@ -83,13 +93,13 @@ fn find_batch(args: &args::FindArgs) -> anyhow::Result<()> {
         engine::Purpose::Run
     };
     let config = args.run.resolve_for(purpose)?;
-    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
+    let gpu = device_for(purpose, &config)?;
     find_batch::run(args, &config, &gpu)
 }
 
 fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
     let config = args.resolve()?;
-    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
+    let gpu = engine::device::planner()?;
     plan::run(&config, &gpu, args.json)
 }
 
@@ -120,7 +130,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
         engine::Purpose::Run
     };
     let config = args.resolve_for(purpose)?;
-    let gpu = pollster::block_on(engine::acquire_with(config.strategies.memory_pool))?;
+    let gpu = device_for(purpose, &config)?;
     let progress = progress::Progress::new(config.steps);
     let timeline = if args.dry_run {
         // A plan would leave such a tensor out; a trial must not pass on that.

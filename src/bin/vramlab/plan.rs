@@ -34,19 +34,21 @@ pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
 fn print_table(plan: &Plan) {
     let config = &plan.config;
     println!(
-        "plan of {} on {} ({}): {} parameters, {PLAN_STEPS} training steps at batch {} and one \
+        "plan of {} for {}: {} parameters, {PLAN_STEPS} training steps at batch {} and one \
          evaluation batch of {}, {:.1} s",
         plan.name,
         plan.adapter.name,
-        plan.adapter.backend,
         plan.params,
         config.batch_size,
         config.eval_batch_size,
         plan.seconds
     );
     println!(
-        "a dry run: every kernel compiled, none executed; the pools carved pages without device \
-         memory. No losses: nothing ran."
+        "a dry run on a {} device stating that adapter's features and limits, with bindings up \
+         to {}: every kernel compiled, none executed; the pools carved pages without device \
+         memory. No losses: nothing ran.",
+        plan.adapter.backend,
+        size(plan.adapter.max_binding_size)
     );
     println!();
     println!("{:<22} {:>16} {:>16}", "", "high-water in use", "reserved");
@@ -93,9 +95,9 @@ fn print_table(plan: &Plan) {
             .map(|t| format!("{} {}", t.tensor, size(t.bytes)))
             .collect();
         println!(
-            "INCOMPLETE: {} exceed this adapter's largest binding ({}); its pools refuse such \
-             tensors, in a dry run too, so every figure above leaves them out and is a lower \
-             bound. Plan on an adapter with a larger binding limit (most discrete GPUs: 2-4 GiB).",
+            "INCOMPLETE: {} exceed the largest binding a device can state ({}); the pools \
+             refuse such tensors, in a dry run too, so every figure above leaves them out and is \
+             a lower bound.",
             listed.join(", "),
             size(plan.adapter.max_binding_size)
         );
@@ -113,6 +115,13 @@ fn print_table(plan: &Plan) {
     };
     if fits {
         println!("fits {}: every check a run makes passed", size(budget));
+        if plan.high_water_reserved_bytes > budget {
+            println!(
+                "(the pages reserved, {} unbudgeted, pass it: a budgeted run releases its cached \
+                 pages at the check points, as an allocator frees its cache before it fails)",
+                size(plan.high_water_reserved_bytes)
+            );
+        }
         return;
     }
     println!("does not fit {}", size(budget));

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{InputKind, ModelKind, RunConfig};
-use crate::engine::device::AdapterInfo;
+use crate::engine::device::{AdapterInfo, PLANNING_BACKEND};
 use crate::engine::error::ConfigError;
 use crate::engine::models::cnn_geometry;
 
@@ -34,11 +34,16 @@ pub fn bindable(config: &RunConfig, adapter: &AdapterInfo) -> Result<(), ConfigE
         return Ok(());
     };
     let field = tensor.field.as_str();
+    let or_plan = if adapter.backend == PLANNING_BACKEND {
+        ""
+    } else {
+        ", or `vramlab plan`, whose device binds what Vulkan can state (4 GiB)"
+    };
     Err(ConfigError::invalid(
         field,
         format!(
-            "the {} would take {:.1} MiB, more than this adapter binds in one buffer ({:.1} \
-             MiB); a smaller {field}, or `vramlab plan` on an adapter with a larger limit",
+            "the {} would take {:.1} MiB, more than the device binds in one buffer ({:.1} \
+             MiB); a smaller {field}{or_plan}",
             tensor.tensor,
             tensor.bytes as f64 / MIB,
             adapter.max_binding_size as f64 / MIB

@@ -8,6 +8,16 @@ use crate::engine::outcome::Fallback;
 
 use super::{Report, Strategy};
 
+/// Why pools of `kind` cannot hold a plan, when they cannot. cubecl 0.11's exclusive pool
+/// allocates every page on the device and ignores the dry run's lazy mapping
+/// (`exclusive_pool.rs` in cubecl-server), so a plan on it would take the memory it measures.
+pub fn cannot_plan(kind: MemoryPool) -> Option<&'static str> {
+    (kind == MemoryPool::Exclusive).then_some(
+        "exclusive pages are allocated on the device even in a dry run (cubecl 0.11), so a plan \
+         on them would take the memory it measures",
+    )
+}
+
 pub struct Pools {
     fallback: Option<Fallback>,
 }

@@ -14,8 +14,16 @@ use burn::tensor::wgpu::{MemoryConfiguration, wgpu};
 use burn::tensor::{Device, FloatDType};
 use serde::{Deserialize, Serialize};
 
-use super::config::MemoryPool;
-use super::error::EngineError;
+use crate::engine::config::MemoryPool;
+use crate::engine::error::EngineError;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod planner;
+#[cfg(not(target_arch = "wasm32"))]
+pub use planner::planner;
+
+/// The backend name a planning device reports (`planner`).
+pub const PLANNING_BACKEND: &str = "noop";
 
 /// What the adapter is, as the summary and the page report it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
