@@ -1,62 +1,102 @@
 //! Plans: a dry run's allocator figures match a real run's where both can run, a model far
 //! bigger than this device plans in seconds, and a plan's suggestions are themselves planned.
 
+use vramlab::engine::Gpu;
+use vramlab::engine::data::split_sizes;
+use vramlab::engine::memory::sampler::largest_page_bytes;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, Plan};
+use vramlab::engine::presets::PRESETS;
 
 use crate::suite::support::{config, gpu, mib, run, vramlab_json};
 
-/// Relative difference of two byte counts.
-fn off(a: u64, b: u64) -> f64 {
-    (a as f64 - b as f64).abs() / b.max(1) as f64
+/// Every preset's two training steps and one evaluation, planned and run at `batch`: each check
+/// point's reading and each phase's high-water mark of bytes in the pools, as `(step, phase,
+/// what, planned, measured)` where they differ, and the reserved bytes' largest gap.
+fn plan_and_run(gpu: &Gpu, planner: &Gpu, name: &str, batch: usize) -> (Vec<String>, u64, u64) {
+    let mut config = config(name, &["eval_every=0"]);
+    config.batch_size = batch;
+    config.steps = plan::PLAN_STEPS;
+    // The whole test split as one evaluation batch, which is what a plan evaluates.
+    config.eval_batch_size = split_sizes(&config.data).1;
+    let planned =
+        pollster::block_on(plan::follow(config.clone(), planner, &mut |_| {})).expect("planned");
+    let measured = run(gpu, config);
+    let mut differences = Vec::new();
+    let mut reserved_gap = 0u64;
+    for (p, m) in planned.steps.iter().zip(&measured.steps) {
+        assert_eq!(
+            p.phases.keys().collect::<Vec<_>>(),
+            m.phases.keys().collect::<Vec<_>>()
+        );
+        for (phase, planned_reading) in &p.phases {
+            // A dry run launches nothing: all it holds is in the pools.
+            assert_eq!(
+                planned_reading.in_use_bytes,
+                planned_reading.pooled_in_use_bytes
+            );
+            let pairs = [
+                (
+                    "reading",
+                    planned_reading.pooled_in_use_bytes,
+                    m.phases[phase].pooled_in_use_bytes,
+                ),
+                (
+                    "high-water",
+                    p.phase_high_water[phase].pooled_in_use_bytes,
+                    m.phase_high_water[phase].pooled_in_use_bytes,
+                ),
+            ];
+            for (what, planned_bytes, measured_bytes) in pairs {
+                if planned_bytes != measured_bytes {
+                    differences.push(format!(
+                        "step {} {} {what}: planned {planned_bytes} B, measured {measured_bytes} B",
+                        p.step,
+                        phase.name()
+                    ));
+                }
+            }
+            reserved_gap = reserved_gap.max(
+                planned_reading
+                    .reserved_bytes
+                    .abs_diff(m.phases[phase].reserved_bytes),
+            );
+        }
+    }
+    (differences, reserved_gap, largest_page_bytes(&gpu.device))
 }
 
 #[test]
-fn a_plan_reproduces_a_real_runs_high_water_marks() {
+fn a_plan_reproduces_every_presets_readings_exactly() {
     let (_lock, gpu) = gpu();
-    // The whole test split (449 digits) as one evaluation batch, as the plan evaluates.
-    let sets = ["batch_size=256", "eval_batch_size=449", "eval_every=0"];
     let planner = vramlab::engine::device::planner().expect("the planning device");
-    let planned: Plan =
-        pollster::block_on(plan::plan(&config("digits-cnn", &sets), &planner, |_| {}))
-            .expect("the plan completes");
-    let mut real = config("digits-cnn", &sets);
-    real.steps = plan::PLAN_STEPS;
-    let measured = run(&gpu, real).summary;
-    println!(
-        "digits-cnn b256: high-water in use planned {} B, measured {} B; reserved {} vs {} B",
-        planned.high_water_in_use_bytes,
-        measured.high_water_in_use_bytes,
-        planned.high_water_reserved_bytes,
-        measured.high_water_reserved_bytes
-    );
-    assert!(
-        off(
-            planned.high_water_in_use_bytes,
-            measured.high_water_in_use_bytes
-        ) < 0.01
-    );
-    for phase in [
-        Phase::Forward,
-        Phase::Backward,
-        Phase::Optimizer,
-        Phase::Eval,
-    ] {
-        let (p, m) = (
-            planned.high_water_in_use_by_phase[&phase],
-            measured.high_water_in_use_by_phase[&phase],
-        );
-        println!("  {}: planned {p} B, measured {m} B", phase.name());
-        assert!(off(p, m) < 0.01, "{}: {p} vs {m}", phase.name());
+    let mut differences = Vec::new();
+    for preset in PRESETS {
+        let batch = vramlab::engine::presets::preset(preset.name)
+            .unwrap()
+            .batch_size;
+        for batch in [batch, batch / 2] {
+            let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset.name, batch);
+            println!(
+                "{} b{batch}: {} readings differ; reserved within {reserved_gap} B (a page: \
+                 {page} B)",
+                preset.name,
+                differ.len()
+            );
+            assert!(
+                reserved_gap <= page,
+                "{} b{batch}: reserved {reserved_gap} B apart",
+                preset.name
+            );
+            differences.extend(
+                differ
+                    .into_iter()
+                    .map(|d| format!("{} b{batch}: {d}", preset.name)),
+            );
+        }
     }
-    // Pages are carved in the same sizes; a run may keep a page more or less cached.
-    assert!(
-        off(
-            planned.high_water_reserved_bytes,
-            measured.high_water_reserved_bytes
-        ) < 0.15
-    );
-    // The dry run left nothing behind: the next real run starts from the baseline.
+    assert!(differences.is_empty(), "{differences:#?}");
+    // The dry runs left nothing behind: the next real run starts from the baseline.
     run(&gpu, config("spiral-mlp", &["steps=2", "eval_every=0"]));
 }
 

@@ -15,7 +15,6 @@
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
-use burn::cubecl::MemoryScope;
 use burn::cubecl::client::Client;
 use burn::cubecl::logging::{LaunchObservation, LaunchObserver};
 use burn::tensor::Device;
@@ -29,6 +28,9 @@ use crate::engine::device::cube_client;
 pub struct HighWater {
     pub in_use_bytes: u64,
     pub reserved_bytes: u64,
+    /// The high-water of [`MemoryReading::pooled_in_use_bytes`].
+    #[serde(default)]
+    pub pooled_in_use_bytes: u64,
 }
 
 impl HighWater {
@@ -36,6 +38,7 @@ impl HighWater {
         Self {
             in_use_bytes: self.in_use_bytes.max(other.in_use_bytes),
             reserved_bytes: self.reserved_bytes.max(other.reserved_bytes),
+            pooled_in_use_bytes: self.pooled_in_use_bytes.max(other.pooled_in_use_bytes),
         }
     }
 
@@ -43,6 +46,7 @@ impl HighWater {
         Self {
             in_use_bytes: reading.in_use_bytes,
             reserved_bytes: reading.reserved_bytes,
+            pooled_in_use_bytes: reading.pooled_in_use_bytes,
         }
     }
 }
@@ -83,16 +87,15 @@ impl LaunchObserver for Dispatch {
             .filter_map(Weak::upgrade)
             .collect();
         for watcher in live {
-            let usage = watcher.client.memory_report(MemoryScope::Device).usage();
+            let now = MemoryReading::of_client(&watcher.client);
             let mut interval = watcher
                 .interval
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if usage.bytes_in_use > interval.mark.in_use_bytes {
-                interval.mark.in_use_bytes = usage.bytes_in_use;
+            if now.in_use_bytes > interval.mark.in_use_bytes {
                 interval.kernel = Some(kernel);
             }
-            interval.mark.reserved_bytes = interval.mark.reserved_bytes.max(usage.bytes_reserved);
+            interval.mark = interval.mark.max(HighWater::of(now));
         }
     }
 }
@@ -121,17 +124,7 @@ impl LaunchWatch {
     /// allocator holds now (work between two steps, such as the page's decision grid, belongs
     /// to neither).
     pub fn forget(&self) {
-        let usage = self
-            .watcher
-            .client
-            .memory_report(MemoryScope::Device)
-            .usage();
-        let now = MemoryReading {
-            in_use_bytes: usage.bytes_in_use,
-            reserved_bytes: usage.bytes_reserved,
-            padding_bytes: usage.bytes_padding,
-            allocs: usage.number_allocs,
-        };
+        let now = MemoryReading::of_client(&self.watcher.client);
         *self
             .watcher
             .interval

@@ -3,9 +3,12 @@
 //! A reading needs a device sync first: burn's fusion is lazy, so without it the allocator has
 //! not yet seen the work queued so far. That sync is also why per-phase sampling costs time.
 
+use burn::cubecl::MemoryScope;
+use burn::cubecl::client::Client;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::device::cube_client;
 use crate::engine::error::EngineError;
 
 /// One reading of the allocator, after a device sync.
@@ -19,6 +22,11 @@ pub struct MemoryReading {
     pub padding_bytes: u64,
     /// Live allocations (slices, not pages).
     pub allocs: u64,
+    /// Of `in_use_bytes`, those in the pools the workload's tensors live in: cubecl's own
+    /// memories beside them (a uniform buffer per launch, staging for reads) left out. A dry run
+    /// launches nothing, so this is the figure a plan reproduces.
+    #[serde(default)]
+    pub pooled_in_use_bytes: u64,
 }
 
 impl MemoryReading {
@@ -28,6 +36,24 @@ impl MemoryReading {
             reserved_bytes: self.reserved_bytes.max(other.reserved_bytes),
             padding_bytes: self.padding_bytes.max(other.padding_bytes),
             allocs: self.allocs.max(other.allocs),
+            pooled_in_use_bytes: self.pooled_in_use_bytes.max(other.pooled_in_use_bytes),
+        }
+    }
+
+    /// What the cubecl `client` holds now, without waiting for the device.
+    pub fn of_client(client: &Client) -> Self {
+        let report = client.memory_report(MemoryScope::Device);
+        let usage = report.usage();
+        Self {
+            in_use_bytes: usage.bytes_in_use,
+            reserved_bytes: usage.bytes_reserved,
+            padding_bytes: usage.bytes_padding,
+            allocs: usage.number_allocs,
+            pooled_in_use_bytes: report
+                .streams
+                .iter()
+                .map(|stream| stream.pools.usage().bytes_in_use)
+                .sum(),
         }
     }
 }
@@ -54,12 +80,16 @@ fn settle(device: &Device) -> Result<(), String> {
 /// Settle the device, then read its allocator.
 pub fn read(device: &Device, phase: &str) -> Result<MemoryReading, EngineError> {
     settle(device).map_err(|err| device_error(phase, err))?;
+    if let Some(client) = cube_client(device) {
+        return Ok(MemoryReading::of_client(&client));
+    }
     let usage = device.memory_pool_usage().unwrap_or_default();
     Ok(MemoryReading {
         in_use_bytes: usage.bytes_in_use,
         reserved_bytes: usage.bytes_reserved,
         padding_bytes: usage.bytes_padding,
         allocs: usage.number_allocs,
+        pooled_in_use_bytes: usage.bytes_in_use,
     })
 }
 
@@ -73,6 +103,18 @@ pub fn paged_high_water_bytes(device: &Device) -> u64 {
         .iter()
         .map(|pool| pool.pages_peak * pool.page_size)
         .sum()
+}
+
+/// The largest page any of the device's pools carves now: how far apart two reserved figures can
+/// be for one page kept or released.
+pub fn largest_page_bytes(device: &Device) -> u64 {
+    device
+        .memory_pool_report()
+        .unwrap_or_default()
+        .iter()
+        .map(|pool| pool.page_size)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Free what an earlier run on this device may have left: autodiff graphs no tensor can reach
