@@ -25,6 +25,10 @@ pub use planner::planner;
 /// The backend name a planning device reports (`planner`).
 pub const PLANNING_BACKEND: &str = "noop";
 
+/// The largest binding (and so page, and tensor) the planning device states: all that Vulkan's
+/// 32-bit `maxStorageBufferRange` can express.
+pub const PLAN_BINDING_BYTES: u64 = u32::MAX as u64;
+
 /// What the adapter is, as the summary and the page report it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct AdapterInfo {

@@ -12,13 +12,9 @@ use std::sync::{Mutex, PoisonError};
 use burn::tensor::wgpu::{MemoryConfiguration, WgpuSetup, wgpu};
 use burn::tensor::{Device, FloatDType};
 
-use super::{AdapterInfo, Gpu, PLANNING_BACKEND};
+use super::{AdapterInfo, Gpu, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::config::MemoryPool;
 use crate::engine::error::EngineError;
-
-/// The largest binding (and so page, and tensor) a plan's device states: all that Vulkan's
-/// 32-bit `maxStorageBufferRange` can express.
-pub const PLAN_BINDING_BYTES: u64 = u32::MAX as u64;
 
 /// The process's planning device, started on first use.
 pub fn planner() -> Result<Gpu, EngineError> {

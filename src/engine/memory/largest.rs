@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{InputKind, ModelKind, RunConfig};
-use crate::engine::device::{AdapterInfo, PLANNING_BACKEND};
+use crate::engine::device::{AdapterInfo, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::error::ConfigError;
 use crate::engine::models::cnn_geometry;
 
@@ -35,9 +35,12 @@ pub fn bindable(config: &RunConfig, adapter: &AdapterInfo) -> Result<(), ConfigE
     };
     let field = tensor.field.as_str();
     let or_plan = if adapter.backend == PLANNING_BACKEND {
-        ""
+        String::new()
     } else {
-        ", or `vramlab plan`, whose device binds what Vulkan can state (4 GiB)"
+        format!(
+            ", or `vramlab plan`, whose device binds what Vulkan can state ({:.1} MiB)",
+            PLAN_BINDING_BYTES as f64 / MIB
+        )
     };
     Err(ConfigError::invalid(
         field,
