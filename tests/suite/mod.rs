@@ -1,4 +1,5 @@
 mod budget;
+mod categories;
 mod cli;
 mod config_errors;
 mod finder;

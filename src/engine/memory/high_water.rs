@@ -55,6 +55,8 @@ impl HighWater {
 struct Interval {
     mark: HighWater,
     kernel: Option<&'static str>,
+    /// In use at each launch, in order (the memory of one step is drawn from these).
+    launches: Vec<u64>,
 }
 
 impl Interval {
@@ -62,8 +64,19 @@ impl Interval {
         Self {
             mark: HighWater::of(start),
             kernel: None,
+            launches: Vec::new(),
         }
     }
+}
+
+/// What a closed interval saw.
+pub struct Closed {
+    /// Its high-water mark, counting the reading that closed it.
+    pub mark: HighWater,
+    /// The kernel at whose launch bytes in use peaked, when a launch set the mark.
+    pub kernel: Option<&'static str>,
+    /// In use at each launch inside it, in order.
+    pub launches: Vec<u64>,
 }
 
 struct Watcher {
@@ -96,6 +109,7 @@ impl LaunchObserver for Dispatch {
                 interval.kernel = Some(kernel);
             }
             interval.mark = interval.mark.max(HighWater::of(now));
+            interval.launches.push(now.in_use_bytes);
         }
     }
 }
@@ -132,10 +146,9 @@ impl LaunchWatch {
             .unwrap_or_else(PoisonError::into_inner) = Interval::from(now);
     }
 
-    /// The high-water mark since the last restart, counting `now` (a reading just taken after
-    /// the device settled), with the kernel at whose launch bytes in use peaked when a launch
-    /// set it. The next interval starts from `now`.
-    pub fn restart(&self, now: MemoryReading) -> (HighWater, Option<&'static str>) {
+    /// What the launches since the last restart saw, closed by `now` (a reading just taken
+    /// after the device settled). The next interval starts from `now`.
+    pub fn restart(&self, now: MemoryReading) -> Closed {
         let mut interval = self
             .watcher
             .interval
@@ -145,7 +158,11 @@ impl LaunchWatch {
         let kernel = ended
             .kernel
             .filter(|_| ended.mark.in_use_bytes > now.in_use_bytes);
-        (ended.mark.max(HighWater::of(now)), kernel)
+        Closed {
+            mark: ended.mark.max(HighWater::of(now)),
+            kernel,
+            launches: ended.launches,
+        }
     }
 }
 

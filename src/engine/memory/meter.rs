@@ -20,8 +20,9 @@ use crate::engine::error::EngineError;
 use crate::engine::outcome::{OutOfMemory, Site};
 use crate::engine::phase::Phase;
 
-use super::high_water::{HighWater, LaunchWatch, short_kernel_name};
+use super::high_water::{Closed, HighWater, LaunchWatch, short_kernel_name};
 use super::sampler::{self, MemoryReading};
+use super::trace::StepTrace;
 
 /// What one step's check points saw.
 #[derive(Clone, Debug, Default)]
@@ -33,6 +34,11 @@ pub struct StepMemory {
     pub high_water: BTreeMap<Phase, HighWater>,
     /// The step's high-water mark.
     pub step_high_water: HighWater,
+    /// The readings kept at the step's check points, in the order they were read (what the
+    /// step's categories are differences of).
+    pub marks: Vec<(Phase, MemoryReading)>,
+    /// In use at every launch and check point since the step began.
+    pub trace: StepTrace,
 }
 
 pub struct Meter {
@@ -118,17 +124,27 @@ impl Meter {
     pub fn keep(&mut self, phase: Phase, reading: MemoryReading) {
         let slot = self.step.readings.entry(phase).or_insert(reading);
         *slot = slot.max(reading);
+        self.step.marks.push((phase, reading));
     }
 
-    /// What the step's check points saw, leaving nothing for the next step.
+    /// What the check points saw since the last take. The trace goes on until the next step
+    /// begins, so an evaluation after the step is drawn as part of it.
     pub fn take_step(&mut self) -> StepMemory {
-        std::mem::take(&mut self.step)
+        let trace = self.step.trace.clone();
+        let taken = std::mem::take(&mut self.step);
+        self.step.trace = trace;
+        taken
     }
 
     /// A step starts: nothing seen since the last one (readbacks, the page's decision grid)
     /// counts towards it.
-    pub fn begin_step(&mut self) {
+    pub fn begin_step(&mut self, step: usize) {
         self.step = StepMemory::default();
+        self.step.trace = StepTrace {
+            step,
+            launches: self.launches.is_some(),
+            ..StepTrace::default()
+        };
         self.between = HighWater::default();
         if let Some(launches) = &self.launches {
             launches.forget();
@@ -140,6 +156,7 @@ impl Meter {
     pub fn peek(&mut self, phase: Phase) -> Result<MemoryReading, EngineError> {
         let reading = sampler::read(&self.device, phase.name())?;
         self.between = self.between.max(HighWater::of(reading));
+        self.step.trace.push(reading.in_use_bytes);
         Ok(reading)
     }
 
@@ -155,10 +172,21 @@ impl Meter {
         phase: Phase,
         reading: MemoryReading,
     ) -> (HighWater, Option<&'static str>) {
-        let (launched, kernel) = match &self.launches {
-            Some(launches) => launches.restart(reading),
-            None => (HighWater::of(reading), None),
+        let Closed {
+            mark: launched,
+            kernel,
+            launches,
+        } = match &self.launches {
+            Some(watch) => watch.restart(reading),
+            None => Closed {
+                mark: HighWater::of(reading),
+                kernel: None,
+                launches: Vec::new(),
+            },
         };
+        let trace = &mut self.step.trace;
+        launches.into_iter().for_each(|in_use| trace.push(in_use));
+        trace.mark(phase, reading.in_use_bytes);
         let between = std::mem::take(&mut self.between);
         let kernel = kernel.filter(|_| launched.in_use_bytes >= between.in_use_bytes);
         let mark = launched.max(between);

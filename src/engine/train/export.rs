@@ -1,8 +1,10 @@
 //! A run as a table: one row per step, the loss, the step time, every allocator reading of
-//! every phase, then the step's high-water marks and each phase's. The CLI writes it as
+//! every phase, then the step's high-water marks and each phase's, then the step's high-water
+//! mark by category (empty where the step read no check point inside it). The CLI writes it as
 //! timeline.csv (through the csv crate) and the page offers it for download, so both give the
 //! same columns.
 
+use crate::engine::memory::Categories;
 use crate::engine::phase::Phase;
 
 use super::records::Timeline;
@@ -22,6 +24,9 @@ impl Timeline {
         header.push("high_water_reserved_bytes".into());
         for phase in Phase::ALL {
             header.push(format!("{}_high_water_in_use_bytes", phase.name()));
+        }
+        for name in Categories::NAMES {
+            header.push(format!("{name}_bytes"));
         }
         let mut rows = vec![header];
         for step in &self.steps {
@@ -47,6 +52,10 @@ impl Timeline {
                         .get(&phase)
                         .map_or(String::new(), |mark| mark.in_use_bytes.to_string()),
                 );
+            }
+            match step.categories {
+                Some(categories) => row.extend(categories.values().map(|v| v.to_string())),
+                None => row.extend(std::iter::repeat_n(String::new(), Categories::NAMES.len())),
             }
             rows.push(row);
         }

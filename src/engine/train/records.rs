@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::{MemorySampling, RunConfig, Strategies};
 use crate::engine::device::AdapterInfo;
 use crate::engine::memory::meter::StepMemory;
-use crate::engine::memory::{HighWater, MemoryPrediction, MemoryReading};
+use crate::engine::memory::{Categories, HighWater, MemoryPrediction, MemoryReading, StepTrace};
 use crate::engine::outcome::Fallback;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::Report;
@@ -38,6 +38,10 @@ pub struct StepRecord {
     /// The loss scaler found inf or NaN in the gradients and skipped the optimizer step.
     #[serde(default)]
     pub skipped: bool,
+    /// The training step's high-water mark by what held it (see `memory::categories`); `None`
+    /// when no check point inside the step was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Categories>,
 }
 
 impl StepRecord {
@@ -52,6 +56,7 @@ impl StepRecord {
             phase_high_water: memory.high_water,
             loss_scale: None,
             skipped: false,
+            categories: None,
         };
         record.refresh_peak();
         record
@@ -94,6 +99,9 @@ pub struct EvalRecord {
     pub memory: MemoryReading,
     /// The most the allocator held while evaluating.
     pub high_water: HighWater,
+    /// The evaluation's high-water mark by what held it, from its first batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Categories>,
 }
 
 /// Bytes by category, as the analytic model predicts them.
@@ -174,6 +182,9 @@ pub struct Summary {
     /// `weight_dtype` = `int8`: bytes of the quantized copy the last evaluation ran on.
     #[serde(default)]
     pub eval_weight_bytes: Option<u64>,
+    /// The training step with the highest high-water mark, by what held it.
+    #[serde(default)]
+    pub high_water_by_category: Option<Categories>,
 }
 
 /// What the run measured besides its steps, and what the strategies report.
@@ -275,6 +286,11 @@ impl Summary {
             activation_layers_in_use: measured.activation_layers_in_use,
             weight_bytes: measured.weight_bytes,
             eval_weight_bytes: measured.report.eval_weight_bytes,
+            high_water_by_category: steps
+                .iter()
+                .filter(|record| record.categories.is_some())
+                .max_by_key(|record| record.categories.map_or(0, |categories| categories.total()))
+                .and_then(|record| record.categories),
         }
     }
 }
@@ -301,6 +317,10 @@ pub struct Timeline {
     pub predicted_layers: Vec<crate::engine::memory::LayerEstimate>,
     pub steps: Vec<StepRecord>,
     pub evals: Vec<EvalRecord>,
+    /// The memory of the last step (its evaluation included), at most
+    /// [`crate::engine::memory::trace::MAX_TRACE_POINTS`] points.
+    #[serde(default)]
+    pub one_step: Option<StepTrace>,
 }
 
 #[cfg(test)]
@@ -316,6 +336,7 @@ mod tests {
             ms: 1.0,
             memory: MemoryReading::default(),
             high_water: HighWater::default(),
+            categories: None,
         };
         let json = serde_json::to_string(&eval).unwrap();
         assert!(json.contains("\"loss\":null"), "{json}");

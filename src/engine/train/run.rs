@@ -9,9 +9,13 @@ use crate::engine::config::{InputKind, RunConfig};
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
+use crate::engine::memory::categories::{self, SetupBytes};
 use crate::engine::memory::largest::bindable;
 use crate::engine::memory::meter::Meter;
-use crate::engine::memory::{MemoryPrediction, MemoryReading, predict, sampler};
+use crate::engine::memory::trace::MAX_TRACE_POINTS;
+use crate::engine::memory::{
+    Categories, MemoryPrediction, MemoryReading, StepTrace, predict, sampler,
+};
 use crate::engine::models::Model;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
@@ -35,6 +39,8 @@ pub struct StepOutcome {
     pub eval: Option<EvalRecord>,
     /// The most recent loss read back so far (it may belong to an earlier step).
     pub latest_loss: Option<f32>,
+    /// The memory of this step and its evaluation, at most [`MAX_TRACE_POINTS`] points.
+    pub trace: StepTrace,
 }
 
 pub struct Run {
@@ -43,8 +49,12 @@ pub struct Run {
     order: BatchOrder,
     prediction: MemoryPrediction,
     baseline: MemoryReading,
-    /// Measured when the run started: the parameters as stored.
-    weight_bytes: u64,
+    /// Measured when the run started: the parameters as stored, and what set-up left in use.
+    setup: SetupBytes,
+    /// In use in the pools at the end of the last step (set-up's figure before the first).
+    carried_in_use: u64,
+    /// The memory of the last step.
+    last_trace: Option<StepTrace>,
     steps: Vec<StepRecord>,
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
@@ -106,14 +116,24 @@ impl Run {
             device: &device,
             meter: &mut meter,
         })?;
+        let after_setup = meter.peek(Phase::Setup)?;
+        let setup = SetupBytes {
+            parameter: with_weights
+                .pooled_in_use_bytes
+                .saturating_sub(baseline.pooled_in_use_bytes),
+            resident_input: after_setup
+                .pooled_in_use_bytes
+                .saturating_sub(with_weights.pooled_in_use_bytes),
+            in_use: after_setup.pooled_in_use_bytes,
+        };
         Ok(Self {
             trainer: Trainer::new(&config, model, &device, &gpu.device),
             order: BatchOrder::new(data.train.len, config.seed),
             prediction: predict(&config),
             baseline,
-            weight_bytes: with_weights
-                .in_use_bytes
-                .saturating_sub(baseline.in_use_bytes),
+            setup,
+            carried_in_use: setup.in_use,
+            last_trace: None,
             steps: Vec::new(),
             evals: Vec::new(),
             latest_loss: None,
@@ -175,7 +195,7 @@ impl Run {
     async fn advance(&mut self, step: usize) -> Result<StepOutcome, EngineError> {
         let config = &self.ctx.config;
         let started = Instant::now();
-        self.ctx.meter.begin_step();
+        self.ctx.meter.begin_step(step);
         let picked = self.order.next_indices(config.batch_size);
         let last_of_epoch = self.order.epoch_ends(config.batch_size);
         self.trainer.step(&mut self.ctx, step - 1, &picked).await?;
@@ -186,7 +206,19 @@ impl Run {
         let end = ctx.meter.read(Phase::Optimizer, Site::OptimizerStep)?;
         ctx.meter.keep(Phase::Optimizer, end);
         let ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut record = StepRecord::new(step, ms, ctx.meter.take_step());
+        let memory = ctx.meter.take_step();
+        let held = ctx.hooks.report().leaked_bytes;
+        let categories = categories::of_step(
+            &memory.marks,
+            self.carried_in_use,
+            self.setup,
+            held,
+            memory.step_high_water.in_use_bytes,
+        );
+        self.carried_in_use = end.pooled_in_use_bytes;
+        let mut trace = memory.trace.clone();
+        let mut record = StepRecord::new(step, ms, memory);
+        record.categories = categories;
         let notes = ctx.hooks.notes();
         record.loss_scale = notes.loss_scale;
         record.skipped = notes.skipped;
@@ -201,7 +233,8 @@ impl Run {
             self.pace.completed(step);
         }
         let eval = if eval_due {
-            let eval = self.evaluate(step).await?;
+            let (eval, with_eval) = self.evaluate(step).await?;
+            trace = with_eval;
             self.steps[step - 1].add_eval(eval.memory, eval.high_water);
             self.evals.push(eval.clone());
             Some(eval)
@@ -211,10 +244,13 @@ impl Run {
         if read_back {
             self.pace.restart(step);
         }
+        let trace = trace.capped(MAX_TRACE_POINTS);
+        self.last_trace = Some(trace.clone());
         Ok(StepOutcome {
             record: self.steps[step - 1].clone(),
             eval,
             latest_loss: self.latest_loss,
+            trace,
         })
     }
 
@@ -232,17 +268,36 @@ impl Run {
         Ok(())
     }
 
-    async fn evaluate(&mut self, step: usize) -> Result<EvalRecord, EngineError> {
+    /// The evaluation after `step`, and the step's trace with it.
+    async fn evaluate(&mut self, step: usize) -> Result<(EvalRecord, StepTrace), EngineError> {
         let started = Instant::now();
         let done = self.trainer.evaluate(&mut self.ctx).await?;
-        Ok(EvalRecord {
+        let memory = self.ctx.meter.take_step();
+        let high_water = memory.step_high_water;
+        let carried = self.steps[step - 1].categories.unwrap_or(Categories {
+            parameter: self.setup.parameter,
+            ..Categories::default()
+        });
+        let categories = done.first_batch.map(|batch| {
+            categories::of_eval(
+                batch.before,
+                batch.after_upload,
+                batch.with_logits,
+                batch.logits_bytes,
+                carried,
+                high_water.in_use_bytes,
+            )
+        });
+        let record = EvalRecord {
             step,
             loss: done.loss,
             accuracy: done.accuracy,
             ms: started.elapsed().as_secs_f64() * 1e3,
             memory: done.memory,
-            high_water: self.ctx.meter.take_step().step_high_water,
-        })
+            high_water,
+            categories,
+        };
+        Ok((record, memory.trace))
     }
 
     /// For the 2-D sets: the current model's probability of class 1 on an `n` x `n` grid over
@@ -283,7 +338,7 @@ impl Run {
                 launches_watched,
                 completed_step_ms: self.pace.median_ms(),
                 activation_layers_in_use,
-                weight_bytes: self.weight_bytes,
+                weight_bytes: self.setup.parameter,
                 baseline: self.baseline,
                 paged_high_water_bytes: sampler::paged_high_water_bytes(&device),
             },
@@ -294,6 +349,7 @@ impl Run {
             config,
             steps: self.steps,
             evals: self.evals,
+            one_step: self.last_trace,
         })
     }
 }

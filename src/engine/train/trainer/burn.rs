@@ -17,7 +17,7 @@ use crate::engine::strategies::Hooks;
 use crate::engine::train::optimizer;
 use crate::engine::train::tap::LayerTap;
 
-use super::{Context, Evaluation, add_to, device_error, read_floats};
+use super::{Context, Evaluation, FirstEvalBatch, add_to, device_error, read_floats};
 
 pub(crate) struct BurnTrainer {
     /// `None` only while the optimizer owns it inside a step.
@@ -185,20 +185,33 @@ impl BurnTrainer {
         let split = &data.test;
         let per_sample = data.targets_per_sample;
         let mut memory = MemoryReading::default();
+        let mut first_batch = None;
         let mut loss_sum: Option<Tensor<1>> = None;
         let mut correct: Option<Tensor<1, Int>> = None;
         let mut start = 0;
         while start < split.len {
             let len = config.eval_batch_size.min(split.len - start);
+            let before = (start == 0).then(|| meter.peek(Phase::Eval)).transpose()?;
             let Batch {
                 inputs, targets, ..
             } = split.range_batch(start, len, per_sample, &device);
+            let after_upload = before.map(|_| meter.peek(Phase::Eval)).transpose()?;
             // Without a graph each layer's input is freed once its output exists, so the
             // evaluation's peak is inside the forward pass: the meter's high-water mark sees it.
             let mut tap = LayerTap::new(hooks.keeps_activation_inputs(), meter);
             let logits = forward(hooks, &model, &inputs, &mut tap);
             tap.finish()?;
-            memory = memory.max(meter.read(Phase::Eval, Site::EvalLogits)?);
+            let with_logits = meter.read(Phase::Eval, Site::EvalLogits)?;
+            memory = memory.max(with_logits);
+            if let (Some(before), Some(after_upload)) = (before, after_upload) {
+                first_batch = Some(FirstEvalBatch {
+                    before: before.pooled_in_use_bytes,
+                    after_upload: after_upload.pooled_in_use_bytes,
+                    with_logits: with_logits.pooled_in_use_bytes,
+                    logits_bytes: (logits.dims().iter().product::<usize>() * logits.dtype().size())
+                        as u64,
+                });
+            }
             let targets_n = targets.dims()[0];
             // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
             // (the lesson is the graph, not a leak of our own making).
@@ -219,6 +232,7 @@ impl BurnTrainer {
                 loss: f32::NAN,
                 accuracy: f32::NAN,
                 memory,
+                first_batch,
             });
         }
         let total = (split.len * per_sample) as f32;
@@ -235,6 +249,7 @@ impl BurnTrainer {
             loss: loss_sum / total,
             accuracy: hits as f32 / total,
             memory,
+            first_batch,
         })
     }
 

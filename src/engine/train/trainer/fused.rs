@@ -170,6 +170,8 @@ impl FusedTrainer {
             loss: (loss_sum / total) as f32,
             accuracy: (hits as f64 / total) as f32,
             memory,
+            // The fused step reads after each layer instead (the probe).
+            first_batch: None,
         })
     }
 

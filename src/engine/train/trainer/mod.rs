@@ -36,6 +36,17 @@ pub(crate) struct Evaluation {
     pub accuracy: f32,
     /// Largest reading over the evaluation.
     pub memory: MemoryReading,
+    /// In use around the first batch, for the evaluation's categories.
+    pub first_batch: Option<FirstEvalBatch>,
+}
+
+/// In use around an evaluation's first batch (pooled bytes, see `MemoryReading`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FirstEvalBatch {
+    pub before: u64,
+    pub after_upload: u64,
+    pub with_logits: u64,
+    pub logits_bytes: u64,
 }
 
 pub(crate) enum Trainer {
