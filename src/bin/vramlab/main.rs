@@ -164,7 +164,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
         report::print_table(&timeline.summary);
         if let Some(dir) = &args.out {
             println!(
-                "wrote {0}/timeline.json, {0}/timeline.csv, {0}/memory.svg",
+                "wrote {0}/timeline.json, {0}/timeline.csv, {0}/memory.svg, {0}/categories.svg, {0}/one-step.svg",
                 dir.display()
             );
         }

@@ -1,6 +1,7 @@
 //! The summary as a table for people, or as one JSON object for programs.
 
 use vramlab::engine::EngineError;
+use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::train::Summary;
@@ -102,6 +103,21 @@ pub fn print_table(summary: &Summary) {
                 mib(summary.predicted.grads),
                 mib(summary.predicted.optimizer_state),
                 mib(summary.predicted.activations)
+            ),
+        ),
+        (
+            "high-water by category (measured)".into(),
+            summary.high_water_by_category.map_or(
+                "- (needs memory_sampling=phase or a budget)".into(),
+                |c| {
+                    Categories::NAMES
+                        .iter()
+                        .zip(c.values())
+                        .map(|(name, bytes)| format!("{name} {:.2}", mib(bytes)))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                        + " MiB"
+                },
             ),
         ),
         (
