@@ -70,8 +70,32 @@ const dots = await page.$$eval('#scatter circle', (c) => c.length);
 const cells = await page.$$eval('#scatter rect', (r) => r.length);
 check(dots > 100, `data preview shows the spiral (${dots} points)`);
 check(cells > 1000, `decision boundary drawn behind it (${cells - 1} cells)`);
-await page.$eval('#pin', (b) => b.click());
+// Where the memory went: the stacked categories, the analytic stack beside them, and the memory
+// of the last step as a line; hovering a point reads out its figures.
+check(await points('category-chart') === 6 && await page.$$eval('#category-chart polygon.category-area', (a) => a.length) === 6,
+  'stacked chart by category: six categories over 6 steps');
+check(await page.$('#predicted-stack rect') !== null, 'the predicted stack stands beside the measured one');
+const hillOff = await page.$eval('#one-step-chart svg', (svg) => Number(svg.dataset.peak));
+check(await points('one-step-chart') > 10 && hillOff > 0,
+  `the memory of one step drawn (${await points('one-step-chart')} readings, peak ${(hillOff / 1048576).toFixed(2)} MiB)`);
+async function hover(id, fraction) {
+  const svg = await page.$(`#${id} svg`);
+  await svg.scrollIntoViewIfNeeded();
+  const box = await svg.boundingBox();
+  await page.mouse.move(box.x + box.width * fraction, box.y + box.height / 2);
+  await page.waitForFunction((rid) => document.querySelector(`#${rid}-readout`)?.textContent.length > 0, id, { timeout: 10_000 });
+  return page.textContent(`#${id}-readout`);
+}
+const memoryReadout = await hover('memory-chart', 0.6);
+check(/^step \d+: in use: the step's high-water [\d.]+ MiB/.test(memoryReadout), `hovering the memory chart reads out a step: "${memoryReadout}"`);
+const categoryReadout = await hover('category-chart', 0.5);
+check(/^step \d+: parameter [\d.]+ · optimizer state [\d.]+ · input [\d.]+ · activation [\d.]+ · gradient [\d.]+ · other [\d.]+ \(total [\d.]+ MiB\)$/.test(categoryReadout),
+  `hovering the stacked chart reads out each category: "${categoryReadout}"`);
+const stepReadout = await hover('one-step-chart', 0.3);
+check(/^reading \d+ \((upload|forward|backward|optimizer|eval)\): [\d.]+ MiB in use$/.test(stepReadout), `hovering one step reads out a launch: "${stepReadout}"`);
 await page.screenshot({ path: path.join(shots, '1-trained.png'), fullPage: true });
+await page.mouse.move(0, 0);
+await page.$eval('#pin', (b) => b.click());
 
 // 2. Switch a strategy: gradient accumulation over 4 micro-batches lowers the peak.
 await page.fill('input[name="strategies.grad_accumulation"]', '4');
@@ -93,7 +117,10 @@ check(ab.some((r) => r.startsWith('high-water in use: training') && /0\.\d+x$/.t
 const timing = await page.$$eval('#comparison tr', (rows) => rows.map((r) => r.textContent).find((t) => t.startsWith('ms/step completed')));
 console.log(`     A/B timing row: ${timing}`);
 check(timing !== undefined, 'the A/B table times completed steps, labelled as such');
+const movedMost = await page.$eval('#comparison tr.moved-most', (r) => r.dataset.category).catch(() => null);
+check(movedMost === 'activation', `A/B by category: accumulation moved activation most (${movedMost})`);
 await page.screenshot({ path: path.join(shots, '2-grad-accumulation.png'), fullPage: true });
+
 
 // Export the run as JSON, reset, import it back: the same figures return.
 const [download] = await Promise.all([page.waitForEvent('download'), page.$eval('#export-json', (b) => b.click())]);
@@ -106,6 +133,19 @@ check(await trainingMiB() === on && await points('memory-chart') > 0, `exported 
 await page.setInputFiles('#import-json', { name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from('{"steps": 3}') });
 await page.waitForSelector('#run-error', { timeout: 30_000 });
 check((await page.textContent('#run-error')).includes('not a vramlab run export'), 'a bad import says so');
+
+// Checkpointing lowers the hill of one step (same run as the first, checkpointing on).
+await page.fill('input[name="strategies.grad_accumulation"]', '1');
+await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
+await page.selectOption('select[name="strategies.checkpointing"]', 'balanced');
+await trainToEnd('with checkpointing=balanced');
+const hillOn = await page.$eval('#one-step-chart svg', (svg) => Number(svg.dataset.peak));
+console.log(`     one step's peak: ${(hillOff / 1048576).toFixed(3)} MiB -> ${(hillOn / 1048576).toFixed(3)} MiB with checkpointing`);
+check(hillOn > 0 && hillOn < hillOff, 'checkpointing lowers the hill of one step');
+await page.screenshot({ path: path.join(shots, '2b-checkpointing.png'), fullPage: true });
+await page.selectOption('select[name="strategies.checkpointing"]', 'none');
+await page.fill('input[name="strategies.grad_accumulation"]', '4');
+await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
 
 // 3. The shared URL reproduces the configuration.
 const shared = page.url();
@@ -158,16 +198,21 @@ if (f16 === 'no') {
 }
 await page.screenshot({ path: path.join(shots, '3-f16-fallback.png'), fullPage: true });
 
-// 5b. Under a tiny budget the run stops with an out-of-memory message naming where and what would
-// fit; emptying the budget, the next run on the same page trains to the end.
-await page.fill('input[name="budget"]', '256KiB');
+// 5b. Under a tiny budget (the parameters fit, a step does not) the run stops with an
+// out-of-memory message naming where and what would fit, and the failed step stays on the
+// charts; emptying the budget, the next run on the same page trains to the end.
+await page.fill('input[name="budget"]', '512KiB');
 await page.dispatchEvent('input[name="budget"]', 'change');
-check(page.url().includes('budget=256KiB'), 'the URL carries the budget');
+check(page.url().includes('budget=512KiB'), 'the URL carries the budget');
 await page.$eval('#start', (b) => b.click());
 await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'stopped', null, { timeout: 600_000 });
 const oom = await page.textContent('#run-error');
-check(oom.includes('out of memory') && oom.includes('budget 0.250 MiB') && oom.includes('what would fit'),
-  `out of memory under 256 KiB says where and what would fit: "${oom.split('\n')[0]}"`);
+check(oom.includes('out of memory') && oom.includes('budget 0.500 MiB') && oom.includes('what would fit'),
+  `out of memory under 512 KiB says where and what would fit: "${oom.split('\n')[0]}"`);
+const failedStep = await page.$eval('#one-step-chart svg', (svg) => ({ failed: svg.dataset.failed, points: Number(svg.dataset.points) }));
+check(failedStep.failed === 'true' && failedStep.points > 0 && await page.$('#one-step-chart .oom-marker') !== null
+  && await page.$('#memory-chart .oom-marker') !== null,
+  `after an out-of-memory the failed step stays on the charts, marked (${failedStep.points} readings)`);
 await page.screenshot({ path: path.join(shots, '4-out-of-memory.png'), fullPage: true });
 await page.fill('input[name="budget"]', '');
 await page.dispatchEvent('input[name="budget"]', 'change');

@@ -4,17 +4,18 @@ use leptos::prelude::*;
 use vramlab::engine::AdapterInfo;
 use vramlab::engine::RunConfig;
 use vramlab::engine::config::MemoryPool;
-use vramlab::engine::memory::predict;
+use vramlab::engine::memory::{Categories, predict};
 use vramlab::engine::outcome::{OutOfMemory, Suggestion};
 use vramlab::engine::phase::Phase;
 use vramlab::engine::strategies::{catalog, memory_pool};
 use vramlab::engine::train::{StepRecord, Summary, Timeline};
 use wasm_bindgen::JsCast;
 
-use crate::charts::{LineChart, PhaseBar, PhaseBars, Rule, Series};
+use crate::charts::{LineChart, Marker, PhaseBar, PhaseBars, Rule, Series};
 use crate::config_panel::{ConfigPanel, Editor};
 use crate::data_preview::DataPreview;
 use crate::finder_panel::FinderPanel;
+use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
 use crate::session::{Live, Session, Status};
 use crate::url_state;
 
@@ -335,15 +336,12 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
     });
     let throughput = Signal::derive(move || {
         let batch = live.batch_size.get() as f64;
-        let wall = live.wall_ms.get();
-        let mut steps_per_s = Vec::new();
-        for (i, pair) in wall.windows(2).enumerate() {
-            let dt = (pair[1] - pair[0]).max(1e-3);
-            steps_per_s.push(((i + 2) as f64, 1000.0 / dt));
-        }
+        let steps_per_s = live
+            .wall_ms
+            .with(|wall| smoothed_rate(wall, THROUGHPUT_WINDOW));
         vec![
             Series {
-                name: "steps/s".into(),
+                name: format!("steps/s (over {THROUGHPUT_WINDOW} steps)"),
                 color: "#9467bd",
                 points: steps_per_s.clone(),
                 dashed: false,
@@ -358,6 +356,38 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                 dashed: true,
             },
         ]
+    });
+    let failure_marker = Signal::derive(move || {
+        live.failed.with(|failed| {
+            failed.as_ref().map(|trace| Marker {
+                x: trace.step as f64,
+                label: format!("out of memory at step {}", trace.step),
+            })
+        })
+    });
+    let stacks = Signal::derive(move || {
+        live.steps.with(|steps| {
+            steps
+                .iter()
+                .filter_map(|s| s.categories.map(|c| Stack::of(s.step, &c)))
+                .collect::<Vec<_>>()
+        })
+    });
+    let predicted =
+        Signal::derive(move || live.prediction.with(|p| p.as_ref().map(predicted_stack)));
+    let pinned_totals = Signal::derive(move || {
+        live.pinned.with(|pinned| {
+            pinned.as_ref().map_or(Vec::new(), |t| {
+                t.steps
+                    .iter()
+                    .filter_map(|s| s.categories.map(|c| (s.step as f64, mib(c.total()))))
+                    .collect()
+            })
+        })
+    });
+    let one_step = Signal::derive(move || match live.failed.get() {
+        Some(failed) => Some((failed, true)),
+        None => live.trace.get().map(|trace| (trace, false)),
     });
     let phases = Signal::derive(move || {
         live.steps.with(|steps| {
@@ -379,11 +409,31 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
         })
     });
     view! {
-        <LineChart id="memory-chart" title="Memory over steps" unit="MiB" series=memory rules=memory_rules />
+        <LineChart id="memory-chart" title="Memory over steps" unit="MiB" series=memory rules=memory_rules
+            marker=failure_marker />
+        <CategoryChart stacks=stacks predicted=predicted rules=memory_rules marker=failure_marker
+            pinned=pinned_totals />
+        <OneStepChart trace=one_step rules=memory_rules />
         <PhaseBars phases=phases />
         <LineChart id="loss-chart" title="Loss" unit="cross-entropy" series=losses />
         <LineChart id="throughput-chart" title="Throughput" unit="per second" series=throughput />
     }
+}
+
+/// Steps per second over a window of this many steps: one step's rate swings with every
+/// readback and redraw.
+const THROUGHPUT_WINDOW: usize = 10;
+
+/// Steps per second at each step, over the `window` steps before it (fewer at the start); `ends`
+/// holds the page-clock end of each step.
+fn smoothed_rate(ends: &[f64], window: usize) -> Vec<(f64, f64)> {
+    (1..ends.len())
+        .map(|i| {
+            let from = i.saturating_sub(window);
+            let dt = (ends[i] - ends[from]).max(1e-3);
+            ((i + 1) as f64, (i - from) as f64 * 1000.0 / dt)
+        })
+        .collect()
 }
 
 /// The most bytes in use over the training steps' phases (the evaluation left out).
@@ -463,16 +513,66 @@ fn Comparison(
                 }
             })
             .collect_view();
+        let categories = category_rows(
+            a.high_water_by_category,
+            b.as_ref().and_then(|b| b.high_water_by_category),
+        );
         Some(view! {
             <section class="panel" id="comparison">
                 <h2>"A/B: pinned run vs this run"</h2>
                 <table>
                     <tr><th></th><th>"pinned"</th><th>"this run"</th><th>"this / pinned"</th></tr>
                     {rows}
+                    {categories}
                 </table>
             </section>
         })
     }
+}
+
+/// The training high-water mark's categories, pinned beside current, the one that moved most
+/// marked: which category a strategy changed.
+fn category_rows(pinned: Option<Categories>, now: Option<Categories>) -> Option<impl IntoView> {
+    let pinned = pinned?;
+    let changes: Vec<i128> = match now {
+        Some(now) => pinned
+            .values()
+            .iter()
+            .zip(now.values())
+            .map(|(&a, b)| i128::from(b) - i128::from(a))
+            .collect(),
+        None => vec![0; Categories::NAMES.len()],
+    };
+    let most = changes
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, change)| change.unsigned_abs())
+        .filter(|(_, change)| **change != 0)
+        .map(|(i, _)| i);
+    let rows = Categories::NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let a = pinned.values()[i];
+            let b = now.map(|now| now.values()[i]);
+            let class = if most == Some(i) { "moved-most" } else { "" };
+            let change = b.map_or("-".to_string(), |_| {
+                format!("{:+.2} MiB", changes[i] as f64 / 1048576.0)
+            });
+            view! {
+                <tr class=class data-category=*name>
+                    <td>{format!("  {}", name.replace('_', " "))}</td>
+                    <td>{format!("{:.2} MiB", mib(a))}</td>
+                    <td>{b.map_or("-".to_string(), |b| format!("{:.2} MiB", mib(b)))}</td>
+                    <td>{change}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    Some(view! {
+        <tr><th>"training high-water by category"</th><th></th><th></th><th>"change"</th></tr>
+        {rows}
+    })
 }
 
 fn download(name: &str, mime: &str, text: &str) {

@@ -6,6 +6,8 @@ mod charts;
 mod config_panel;
 mod data_preview;
 mod finder_panel;
+mod hover;
+mod memory_charts;
 mod session;
 mod url_state;
 

@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use vramlab::engine::config::MemoryPool;
-use vramlab::engine::memory::MemoryPrediction;
+use vramlab::engine::memory::{MemoryPrediction, StepTrace};
 use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
 use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire_with};
 use wasm_bindgen::JsCast;
@@ -73,6 +73,10 @@ pub struct Live {
     pub grid: RwSignal<Option<Grid>>,
     /// A finished run kept for comparison with the next (A/B).
     pub pinned: RwSignal<Option<Timeline>>,
+    /// The memory of the latest step drawn.
+    pub trace: RwSignal<Option<StepTrace>>,
+    /// What a step that ran out of memory recorded up to the failure.
+    pub failed: RwSignal<Option<StepTrace>>,
 }
 
 impl Live {
@@ -91,6 +95,8 @@ impl Live {
             timeline: RwSignal::new(None),
             grid: RwSignal::new(None),
             pinned: RwSignal::new(None),
+            trace: RwSignal::new(None),
+            failed: RwSignal::new(None),
         }
     }
 
@@ -101,6 +107,8 @@ impl Live {
         self.wall_ms.set(Vec::new());
         self.timeline.set(None);
         self.grid.set(None);
+        self.trace.set(None);
+        self.failed.set(None);
     }
 
     fn fail(&self, message: String) {
@@ -119,6 +127,8 @@ pub struct Session {
     /// When the charts last took the run's records, and the wall-clock ends of the steps since.
     last_redraw_ms: StoredValue<f64>,
     undrawn_step_ends: StoredValue<Vec<f64>>,
+    /// The latest step's memory, drawn at the next redraw.
+    undrawn_trace: StoredValue<Option<StepTrace>>,
 }
 
 pub fn now_ms() -> f64 {
@@ -166,6 +176,7 @@ impl Session {
             generation: StoredValue::new(0),
             last_redraw_ms: StoredValue::new(f64::NEG_INFINITY),
             undrawn_step_ends: StoredValue::new(Vec::new()),
+            undrawn_trace: StoredValue::new(None),
         }
     }
 
@@ -194,6 +205,7 @@ impl Session {
     fn begin(self) -> u64 {
         self.run.set_value(None);
         self.undrawn_step_ends.update_value(Vec::clear);
+        self.undrawn_trace.set_value(None);
         self.last_redraw_ms.set_value(f64::NEG_INFINITY);
         self.live.clear();
         self.generation.update_value(|g| *g += 1);
@@ -288,6 +300,7 @@ impl Session {
                     live.batch_size.set(timeline.config.batch_size);
                     live.steps.set(timeline.steps.clone());
                     live.evals.set(timeline.evals.clone());
+                    live.trace.set(timeline.one_step.clone());
                     live.timeline.set(Some(timeline));
                     live.status.set(Status::Finished);
                 }
@@ -342,6 +355,9 @@ impl Session {
         if !ends.is_empty() {
             self.live.wall_ms.update(|w| w.extend(ends));
         }
+        if let Some(trace) = self.undrawn_trace.try_update_value(Option::take).flatten() {
+            self.live.trace.set(Some(trace));
+        }
         self.last_redraw_ms.set_value(now_ms());
     }
 
@@ -361,6 +377,7 @@ impl Session {
             Ok(outcome) => {
                 let now = now_ms();
                 self.undrawn_step_ends.update_value(|ends| ends.push(now));
+                self.undrawn_trace.set_value(Some(outcome.trace));
                 let due = now - self.last_redraw_ms.get_value() >= REDRAW_EVERY_MS;
                 if redraw_now || due || outcome.eval.is_some() || run.is_finished() {
                     self.redraw(&run);
@@ -381,8 +398,13 @@ impl Session {
             }
             Err(err) => {
                 // The run is dropped with its tensors; the device stays usable for the next one.
+                // The charts keep what the failed step recorded.
+                self.redraw(&run);
                 live.fail(match err {
-                    EngineError::OutOfMemory(oom) => crate::app::out_of_memory_text(&oom),
+                    EngineError::OutOfMemory(oom) => {
+                        live.failed.set(Some(run.failed_step()));
+                        crate::app::out_of_memory_text(&oom)
+                    }
                     _ => format!("step {}: {err}", run.steps_done() + 1),
                 });
                 return false;

@@ -254,6 +254,12 @@ impl Run {
         })
     }
 
+    /// After a step failed: what it recorded up to the failure (its trace ends at the reading
+    /// that broke the budget), so a front can keep it on its charts.
+    pub fn failed_step(&mut self) -> StepTrace {
+        self.ctx.meter.take_step().trace.capped(MAX_TRACE_POINTS)
+    }
+
     async fn read_back_losses(&mut self) -> Result<(), EngineError> {
         if self.ctx.plan {
             // The values mean nothing, but reading them surfaces an allocation the pools
