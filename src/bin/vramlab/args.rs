@@ -38,6 +38,9 @@ pub enum Command {
     Presets,
     /// Benchmark: ms/step with per-phase vs per-step allocator readings, same run side by side.
     BenchSampling(TrainArgs),
+    /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
+    /// for each model family.
+    BenchAnalytic,
 }
 
 /// Where a config comes from: a preset or a file, then overrides and a budget.

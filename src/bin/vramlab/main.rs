@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod bench_analytic;
 mod claims;
 mod exit;
 mod files;
@@ -35,6 +36,9 @@ fn main() -> ExitCode {
         None => train(&TrainArgs::default()),
         Some(Command::Train(args)) => train(&args),
         Some(Command::BenchSampling(args)) => bench_sampling(&args),
+        Some(Command::BenchAnalytic) => engine::device::planner()
+            .map_err(anyhow::Error::from)
+            .and_then(|gpu| bench_analytic::run(&gpu)),
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
