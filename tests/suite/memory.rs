@@ -81,7 +81,7 @@ fn peak_in_use_grows_with_batch_size() {
 }
 
 #[test]
-fn analytic_peak_matches_the_measured_peak_within_25_percent() {
+fn analytic_peak_matches_the_high_water_mark_within_25_percent() {
     let (_lock, gpu) = gpu();
     let cases: &[(&str, &[&str])] = &[
         ("spiral-mlp", &["batch_size=256"]),
@@ -96,11 +96,11 @@ fn analytic_peak_matches_the_measured_peak_within_25_percent() {
         sets.extend(["steps=3", "eval_every=0"]);
         let cfg = config(name, &sets);
         let summary = run(&gpu, cfg).summary;
-        let measured = summary.peak_in_use_bytes as f64;
+        let measured = summary.high_water_in_use_bytes as f64;
         let predicted = summary.predicted_peak_bytes as f64;
         let ratio = predicted / measured;
         println!(
-            "{name} {sets:?}: measured peak {:.2} MiB, predicted {:.2} MiB, ratio {ratio:.3}",
+            "{name} {sets:?}: high-water mark {:.2} MiB, predicted {:.2} MiB, ratio {ratio:.3}",
             measured / 1048576.0,
             predicted / 1048576.0
         );

@@ -49,9 +49,10 @@ pub struct MemoryPrediction {
     pub batch: u64,
     /// The whole training split, when it lives on the device (`data_residency` = `device`).
     pub resident_data: u64,
-    /// Inputs, targets and logits of one evaluation batch.
+    /// Inputs, targets and logits of one evaluation batch, and the activations alive while it
+    /// runs (all of them through autodiff, the largest layer's without a graph).
     pub eval_batch: u64,
-    /// The largest of the sampled moments: after forward, after backward, or during evaluation.
+    /// The high-water mark: backward (activations and gradients alive together) or evaluation.
     pub peak: u64,
     /// Bytes `loss_bookkeeping` holds on to per step: each step's logits with `outputs`.
     pub leak_per_step: u64,
@@ -140,19 +141,25 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     let eval_n = config.eval_batch_size.min(test_len) as u64;
     let mut eval_batch = batch_for(eval_n) + eval_n * (per_sample * classes) as u64 * F32;
-    if config.strategies.eval_mode == EvalMode::Autodiff {
+    eval_batch += match config.strategies.eval_mode {
         // Evaluating through autodiff keeps a training-sized graph for every eval batch.
-        eval_batch += layers_for(config, eval_n)
+        EvalMode::Autodiff => layers_for(config, eval_n)
             .iter()
             .map(|l| l.activation_bytes)
-            .sum::<u64>();
-    }
+            .sum::<u64>(),
+        EvalMode::NoGrad => inference_bytes(config, eval_n),
+    };
     let optimizer_state = params * config.optimizer.state_copies();
     let grads = params;
     let resident = params + optimizer_state + resident_data;
-    // From the second micro-batch on, the accumulated gradients are alive during forward.
-    let forward = activations + if k > 1 { grads } else { 0 };
-    let peak = (resident + batch + forward.max(grads)).max(resident + eval_batch);
+    // Backward writes the gradients while forward's activations are still alive (each is
+    // freed once its node's backward has run, after the gradients it feeds); from the second
+    // micro-batch on, the accumulated gradients are alive beside the new ones. Backward's own
+    // temporaries (the gradients of the activations) are not counted: plans show them as
+    // `other`, from a fifth of the activations on an MLP to twice them on a long recurrence.
+    let accumulated = if k > 1 { grads } else { 0 };
+    let backward = activations + grads + accumulated;
+    let peak = (resident + batch + backward).max(resident + eval_batch);
     MemoryPrediction {
         param_count,
         params,
@@ -165,6 +172,30 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         peak,
         leak_per_step,
         layers,
+    }
+}
+
+/// The most a forward pass without a graph holds beside its input and logits, for `n` samples:
+/// each tensor is freed once the next operation has read it.
+fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
+    let m = &config.model;
+    let length = 2 * config.data.seq_len as u64;
+    match m.kind {
+        // One layer at a time: its input, its output before and after the activation.
+        ModelKind::Mlp | ModelKind::Cnn => layers_for(config, n)
+            .iter()
+            .map(|l| l.activation_bytes)
+            .max()
+            .unwrap_or(0),
+        // The embedded sequence and the sequence of hidden states the cell writes into.
+        ModelKind::Gru | ModelKind::Lstm => 2 * n * length * m.width as u64 * F32,
+        // One encoder layer: its scores before and after softmax, and the feed-forward
+        // block's input and hidden before and after its activation.
+        ModelKind::Transformer => {
+            let scores = 2 * m.heads as u64 * length * length;
+            let per_token = m.width as u64 + 2 * m.ff as u64;
+            n * (scores + length * per_token) * F32
+        }
     }
 }
 
@@ -240,9 +271,11 @@ fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEsti
     let length = 2 * config.data.seq_len as u64;
     let tokens = config.data.vocab + 1;
     let gates = if lstm { 4 } else { 3 };
-    // Per time step each gate keeps its two affine outputs and its activated value, and the
-    // cell keeps a few element-wise products of the hidden width.
-    let kept_per_step: u64 = if lstm { 4 * 3 + 4 } else { 3 * 3 + 3 };
+    // Tensors of [batch, width] burn's GRU and LSTM keep per time step for backward: the gates'
+    // activated values, the products that mix them with the states, and the states
+    // themselves. Measured, not derived: planned at two sizes each (`vramlab bench-analytic`:
+    // the default presets, and width 512 over 256 steps at batch 32), both agree within 1%.
+    let kept_per_step: u64 = if lstm { 12 } else { 10 };
     vec![
         LayerEstimate {
             name: format!("embedding {tokens}x{h}"),
@@ -281,10 +314,12 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
     }];
     for i in 0..m.layers {
         // Q, K, V, context, projection, two residual sums and two layer norms of [B, L, d];
-        // the scores before and after softmax of [B, heads, L, L]; the feed-forward hidden
-        // before and after its activation.
+        // three score-sized tensors of [B, heads, L, L] (burn's softmax under autodiff is
+        // max, subtract, exp, sum and divide: the exponent and the softmax are kept, and plans
+        // hold a third one alive at the end of forward); the feed-forward hidden before and
+        // after its activation.
         let per_token = 9 * d + 2 * ff;
-        let scores = 2 * heads * length * length;
+        let scores = 3 * heads * length * length;
         layers.push(LayerEstimate {
             name: format!("encoder{} d{d} ff{ff} h{heads}", i + 1),
             params: 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d,

@@ -1,0 +1,121 @@
+//! `vramlab bench-analytic`: the analytic model against plans, category by category, on a grid
+//! of sizes for each model family. Each config is planned on the planning device (its first two
+//! steps and its evaluation under a dry run); the second step's measured categories, the
+//! evaluation's high-water mark and the plan's are set beside what `memory::analytic` predicts
+//! for them. A benchmark that prints ratios, not a test: it is
+//! where the analytic model's misses are found.
+
+use vramlab::engine::memory::{Categories, predict};
+use vramlab::engine::overrides::apply_overrides;
+use vramlab::engine::presets::preset;
+use vramlab::engine::{self, Gpu};
+
+use crate::report::size;
+
+/// The grid: a model family, the preset it starts from, and the `--set` changes that size it.
+const GRID: &[(&str, &str, &str)] = &[
+    ("mlp", "spiral-mlp", ""),
+    (
+        "mlp",
+        "spiral-mlp",
+        "batch_size=4096 model.hidden=[1024,1024]",
+    ),
+    ("mlp", "big-mlp", "batch_size=64"),
+    ("cnn", "digits-cnn", ""),
+    ("cnn", "wide-cnn", "batch_size=64"),
+    ("gru", "sort-gru", ""),
+    (
+        "gru",
+        "sort-gru",
+        "data.seq_len=128 model.width=512 batch_size=32",
+    ),
+    ("lstm", "sort-lstm", ""),
+    (
+        "lstm",
+        "sort-lstm",
+        "data.seq_len=128 model.width=512 batch_size=32",
+    ),
+    ("transformer", "sort-transformer", ""),
+    (
+        "transformer",
+        "sort-transformer",
+        "model.width=256 model.layers=4 model.heads=8 model.ff=1024 data.seq_len=256 \
+         data.vocab=1000 batch_size=8",
+    ),
+    (
+        "transformer",
+        "gpt2-small",
+        "batch_size=1 data.seq_len=1024",
+    ),
+];
+
+/// Printed after a figure off by more than the tolerance.
+const OFF: &str = "  <- off";
+
+/// A predicted figure within this share of the planned one counts as agreeing.
+const TOLERANCE: f64 = 0.10;
+
+pub fn run(gpu: &Gpu) -> anyhow::Result<()> {
+    println!(
+        "{:<12} {:<58} {:<16} {:>11} {:>11} {:>6}",
+        "family", "config", "category", "predicted", "planned", "ratio"
+    );
+    let (mut agree, mut compared) = (0, 0);
+    for (family, name, sets) in GRID {
+        let mut config = apply_overrides(preset(name)?, sets.split_whitespace())?;
+        config.steps = 2;
+        config.eval_every = 0;
+        let predicted = predict(&config);
+        let timeline = pollster::block_on(engine::plan::follow(config, gpu, &mut |_| {}))?;
+        let planned: Categories = timeline.steps[1]
+            .categories
+            .ok_or_else(|| anyhow::anyhow!("{name}: a plan reads every check point"))?;
+        let label = format!("{name} {sets}");
+        let rows = [
+            ("parameter", predicted.params, planned.parameter),
+            (
+                "optimizer_state",
+                predicted.optimizer_state,
+                planned.optimizer_state,
+            ),
+            ("activation", predicted.activations, planned.activation),
+            ("gradient", predicted.grads, planned.gradient),
+            (
+                "eval",
+                predicted.params + predicted.optimizer_state + predicted.eval_batch,
+                timeline
+                    .evals
+                    .last()
+                    .map_or(0, |eval| eval.high_water.in_use_bytes),
+            ),
+            (
+                "peak",
+                predicted.peak,
+                timeline.summary.high_water_in_use_bytes,
+            ),
+        ];
+        for (category, predicted, planned) in rows {
+            let ratio = predicted as f64 / planned.max(1) as f64;
+            if planned > 0 {
+                compared += 1;
+                agree += usize::from((ratio - 1.0).abs() <= TOLERANCE);
+            }
+            println!(
+                "{family:<12} {label:<58.58} {category:<16} {:>11} {:>11} {ratio:>6.2}{}",
+                size(predicted),
+                size(planned),
+                if (ratio - 1.0).abs() > TOLERANCE {
+                    OFF
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    println!(
+        "within {:.0}% of the plan: {agree} of {compared} figures (input and other are not \
+         predicted)",
+        TOLERANCE * 100.0
+    );
+    Ok(())
+}
