@@ -93,6 +93,16 @@ check(/^step \d+: parameter [\d.]+ · optimizer state [\d.]+ · input [\d.]+ · 
   `hovering the stacked chart reads out each category: "${categoryReadout}"`);
 const stepReadout = await hover('one-step-chart', 0.3);
 check(/^reading \d+ \((upload|forward|backward|optimizer|eval)\): [\d.]+ MiB in use$/.test(stepReadout), `hovering one step reads out a launch: "${stepReadout}"`);
+// Throughput counts steps the device finished (their losses back), so no point may run ahead
+// of the completed ms/step the summary reports (queued steps would, several times over).
+const completedMs = Number((await page.textContent('#completed-ms')).match(/[\d.]+/)[0]);
+const rates = [];
+for (const fraction of [0.1, 0.3, 0.5, 0.7, 0.95]) {
+  const readout = await hover('throughput-chart', fraction);
+  rates.push(Number(readout.match(/steps\/s \(over \d+ steps\) ([\d.]+)/)?.[1]));
+}
+check(rates.every((r) => r > 0 && r <= 2 * 1000 / completedMs),
+  `throughput read at five points (${rates.map((r) => r.toFixed(2)).join(', ')} steps/s) stays within 2x of the completed ${completedMs} ms/step`);
 await page.screenshot({ path: path.join(shots, '1-trained.png'), fullPage: true });
 await page.mouse.move(0, 0);
 await page.$eval('#pin', (b) => b.click());

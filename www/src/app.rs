@@ -337,8 +337,8 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
     let throughput = Signal::derive(move || {
         let batch = live.batch_size.get() as f64;
         let steps_per_s = live
-            .wall_ms
-            .with(|wall| smoothed_rate(wall, THROUGHPUT_WINDOW));
+            .completed_ms
+            .with(|completed| smoothed_rate(completed, THROUGHPUT_WINDOW));
         vec![
             Series {
                 name: format!("steps/s (over {THROUGHPUT_WINDOW} steps)"),
@@ -424,14 +424,16 @@ fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
 /// readback and redraw.
 const THROUGHPUT_WINDOW: usize = 10;
 
-/// Steps per second at each step, over the `window` steps before it (fewer at the start); `ends`
-/// holds the page-clock end of each step.
-fn smoothed_rate(ends: &[f64], window: usize) -> Vec<(f64, f64)> {
-    (1..ends.len())
-        .map(|i| {
-            let from = i.saturating_sub(window);
-            let dt = (ends[i] - ends[from]).max(1e-3);
-            ((i + 1) as f64, (i - from) as f64 * 1000.0 / dt)
+/// Steps per second at each step, over up to `window` steps before it; `completed` holds the
+/// page-clock time each step's loss came back.
+fn smoothed_rate(completed: &[f64], window: usize) -> Vec<(f64, f64)> {
+    // Losses come back in groups, so neighbouring steps share a time: each rate is taken
+    // from the last window steps' first earlier time, and a step with none has no rate.
+    (1..completed.len())
+        .filter_map(|i| {
+            let from = (i.saturating_sub(window)..i).find(|&j| completed[j] < completed[i])?;
+            let seconds = (completed[i] - completed[from]) / 1000.0;
+            Some(((i + 1) as f64, (i - from) as f64 / seconds))
         })
         .collect()
 }

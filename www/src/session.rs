@@ -64,8 +64,9 @@ pub struct Live {
     pub no_webgpu: RwSignal<Option<String>>,
     pub steps: RwSignal<Vec<StepRecord>>,
     pub evals: RwSignal<Vec<EvalRecord>>,
-    /// Page-clock time (ms) at the end of each step, for throughput.
-    pub wall_ms: RwSignal<Vec<f64>>,
+    /// Page-clock time (ms) at which each step's loss came back: the step had completed on the
+    /// device. Steps return once queued, so their own ends would time the queue, not the work.
+    pub completed_ms: RwSignal<Vec<f64>>,
     pub prediction: RwSignal<Option<MemoryPrediction>>,
     pub batch_size: RwSignal<usize>,
     pub timeline: RwSignal<Option<Timeline>>,
@@ -89,7 +90,7 @@ impl Live {
             no_webgpu: RwSignal::new(None),
             steps: RwSignal::new(Vec::new()),
             evals: RwSignal::new(Vec::new()),
-            wall_ms: RwSignal::new(Vec::new()),
+            completed_ms: RwSignal::new(Vec::new()),
             prediction: RwSignal::new(None),
             batch_size: RwSignal::new(0),
             timeline: RwSignal::new(None),
@@ -104,7 +105,7 @@ impl Live {
         self.error.set(None);
         self.steps.set(Vec::new());
         self.evals.set(Vec::new());
-        self.wall_ms.set(Vec::new());
+        self.completed_ms.set(Vec::new());
         self.timeline.set(None);
         self.grid.set(None);
         self.trace.set(None);
@@ -124,9 +125,8 @@ pub struct Session {
     run: StoredValue<Option<Run>, LocalStorage>,
     /// Bumped by every start, reset and import; work from an older generation is dropped.
     generation: StoredValue<u64>,
-    /// When the charts last took the run's records, and the wall-clock ends of the steps since.
+    /// When the charts last took the run's records.
     last_redraw_ms: StoredValue<f64>,
-    undrawn_step_ends: StoredValue<Vec<f64>>,
     /// The latest step's memory, drawn at the next redraw.
     undrawn_trace: StoredValue<Option<StepTrace>>,
 }
@@ -175,7 +175,6 @@ impl Session {
             run: StoredValue::new_local(None),
             generation: StoredValue::new(0),
             last_redraw_ms: StoredValue::new(f64::NEG_INFINITY),
-            undrawn_step_ends: StoredValue::new(Vec::new()),
             undrawn_trace: StoredValue::new(None),
         }
     }
@@ -204,7 +203,6 @@ impl Session {
     /// Drop the run and begin a new generation; returns it.
     fn begin(self) -> u64 {
         self.run.set_value(None);
-        self.undrawn_step_ends.update_value(Vec::clear);
         self.undrawn_trace.set_value(None);
         self.last_redraw_ms.set_value(f64::NEG_INFINITY);
         self.live.clear();
@@ -348,12 +346,11 @@ impl Session {
             steps.truncate(from);
             steps.extend_from_slice(&records[from..]);
         });
-        let ends = self
-            .undrawn_step_ends
-            .try_update_value(std::mem::take)
-            .unwrap_or_default();
-        if !ends.is_empty() {
-            self.live.wall_ms.update(|w| w.extend(ends));
+        let completed = records.iter().take_while(|s| s.loss.is_some()).count();
+        let stamped = self.live.completed_ms.with_untracked(Vec::len);
+        if completed > stamped {
+            let now = now_ms();
+            self.live.completed_ms.update(|c| c.resize(completed, now));
         }
         if let Some(trace) = self.undrawn_trace.try_update_value(Option::take).flatten() {
             self.live.trace.set(Some(trace));
@@ -376,7 +373,6 @@ impl Session {
         match stepped {
             Ok(outcome) => {
                 let now = now_ms();
-                self.undrawn_step_ends.update_value(|ends| ends.push(now));
                 self.undrawn_trace.set_value(Some(outcome.trace));
                 let due = now - self.last_redraw_ms.get_value() >= REDRAW_EVERY_MS;
                 if redraw_now || due || outcome.eval.is_some() || run.is_finished() {
