@@ -10,11 +10,20 @@ use vramlab::engine::presets::PRESETS;
 
 use crate::suite::support::{config, gpu, mib, run, vramlab_json};
 
-/// Every preset's two training steps and one evaluation, planned and run at `batch`: each check
-/// point's reading and each phase's high-water mark of bytes in the pools, as `(step, phase,
-/// what, planned, measured)` where they differ, and the reserved bytes' largest gap.
-fn plan_and_run(gpu: &Gpu, planner: &Gpu, name: &str, batch: usize) -> (Vec<String>, u64, u64) {
-    let mut config = config(name, &["eval_every=0"]);
+/// A preset's two training steps and one evaluation, with `sets`, planned and run at `batch`:
+/// each check point's reading and each phase's high-water mark of bytes in the pools, as
+/// `(step, phase, what, planned, measured)` where they differ, and the reserved bytes' largest
+/// gap.
+fn plan_and_run(
+    gpu: &Gpu,
+    planner: &Gpu,
+    name: &str,
+    sets: &[&str],
+    batch: usize,
+) -> (Vec<String>, u64, u64) {
+    let mut sets = sets.to_vec();
+    sets.push("eval_every=0");
+    let mut config = config(name, &sets);
     config.batch_size = batch;
     config.steps = plan::PLAN_STEPS;
     // The whole test split as one evaluation batch, which is what a plan evaluates.
@@ -76,7 +85,8 @@ fn a_plan_reproduces_every_presets_readings_exactly() {
             .unwrap()
             .batch_size;
         for batch in [batch, batch / 2] {
-            let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset.name, batch);
+            let (differ, reserved_gap, page) =
+                plan_and_run(&gpu, &planner, preset.name, &[], batch);
             println!(
                 "{} b{batch}: {} readings differ; reserved within {reserved_gap} B (a page: \
                  {page} B)",
@@ -98,6 +108,28 @@ fn a_plan_reproduces_every_presets_readings_exactly() {
     assert!(differences.is_empty(), "{differences:#?}");
     // The dry runs left nothing behind: the next real run starts from the baseline.
     run(&gpu, config("spiral-mlp", &["steps=2", "eval_every=0"]));
+}
+
+#[test]
+fn weights_in_f16_or_int8_and_an_autodiff_evaluation_plan_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    for set in [
+        "strategies.weight_dtype=f16",
+        "strategies.weight_dtype=int8",
+        "strategies.eval_mode=autodiff",
+    ] {
+        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, "spiral-mlp", &[set], 256);
+        println!(
+            "spiral-mlp b256 {set}: {} readings differ; reserved within {reserved_gap} B",
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{set}: {differ:#?}");
+        assert!(
+            reserved_gap <= page,
+            "{set}: reserved {reserved_gap} B apart"
+        );
+    }
 }
 
 /// `vramlab plan --json`, parsed.
