@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { launch, serve } from './browser.mjs';
+import { timeLoads } from './timing.mjs';
 
 const [distArg, shots] = process.argv.slice(2);
 if (!distArg || !shots) {
@@ -44,6 +45,10 @@ async function trainToEnd(label) {
   console.log(`     ${label}: ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return status;
 }
+
+// 0. How long a visitor waits: page load to the adapter card and to the first step (median of
+// five fresh loads), and each other preset's first step. Whole runs: tests/e2e/timing.mjs alone.
+await timeLoads(browser, base, check);
 
 // 1. First load: the adapter card fills, training runs, the charts fill.
 const loadStarted = Date.now();
