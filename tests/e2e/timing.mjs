@@ -22,8 +22,8 @@ async function freshPage(browser, url) {
   return { context, page, started };
 }
 
-/** One step of the preset at `url` after the page has loaded: Step, then wait for its loss. */
-async function firstStep(page) {
+/** Press Step and wait for that step's loss; returns the milliseconds. */
+async function timeStep(page) {
   const clicked = Date.now();
   await page.$eval('#step', (b) => b.click());
   await page.waitForFunction(isStatus, 'paused', { timeout: 600_000 });
@@ -32,30 +32,46 @@ async function firstStep(page) {
 
 /**
  * Prints the median of LOADS loads of the default page (to the adapter card, and to its first
- * training step from navigation), then, for each other preset, from pressing Step to that step's
+ * training step from navigation, split into the wasm's download, the device, the data and model,
+ * and the step, with a second step beside it: the difference is mostly kernel compilation), then, for each other preset, from pressing Step to that step's
  * loss. With `wholeRuns`, each preset is also resumed to its end, printing its completed ms/step
  * (as the page shows it) and the time from Step to the end. `check` (name, ok) records pass or fail like the e2e's.
  */
 export async function timeLoads(browser, base, check, { wholeRuns = false } = {}) {
-  const adapter = [];
-  const step = [];
+  const parts = { wasm: [], adapter: [], step: [], device: [], built: [], first: [], second: [] };
   for (let i = 0; i < LOADS; i += 1) {
     const { context, page, started } = await freshPage(browser, base);
     await page.waitForSelector('#shader-f16', { timeout: 120_000 });
-    adapter.push(Date.now() - started);
+    parts.adapter.push(Date.now() - started);
     await page.$eval('#step', (b) => b.click());
     await page.waitForFunction(isStatus, 'paused', { timeout: 600_000 });
-    step.push(Date.now() - started);
+    parts.step.push(Date.now() - started);
+    parts.second.push(await timeStep(page));
+    // The page's own marks (www/src/session.rs), on the navigation's clock.
+    const at = await page.evaluate(() => {
+      const first = (name) => performance.getEntriesByName(name, 'mark')[0]?.startTime ?? NaN;
+      const wasm = performance.getEntriesByType('resource').find((r) => r.name.endsWith('.wasm'));
+      return { wasm: wasm?.responseEnd ?? NaN, start: first('vramlab:start'), device: first('vramlab:device'),
+        built: first('vramlab:run-built'), step: first('vramlab:step'), stepped: first('vramlab:stepped') };
+    });
+    parts.wasm.push(at.wasm);
+    parts.device.push(at.device - at.start);
+    parts.built.push(at.built - at.device);
+    parts.first.push(at.stepped - at.step);
     await context.close();
   }
-  console.log(`     load (median of ${LOADS}, ms): adapter card ${median(adapter)}, first step ${median(step)}`
-    + ` (each: ${adapter.join(', ')} / ${step.join(', ')})`);
-  check(median(adapter) > 0 && median(step) > median(adapter), 'page load timed to the adapter card and the first step');
+  const m = Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, Math.round(median(v))]));
+  console.log(`     load (median of ${LOADS}, ms): adapter card ${m.adapter}, first step ${m.step}`
+    + ` (each: ${parts.adapter.join(', ')} / ${parts.step.join(', ')})`);
+  console.log(`     where the first step's wait goes (median, ms): wasm downloaded at ${m.wasm};`
+    + ` after Step: device ${m.device}, data and model ${m.built}, the step ${m.first} (the second step: ${m.second})`);
+  check(m.adapter > 0 && m.step > m.adapter && m.first > 0 && m.built >= 0,
+    'page load timed to the adapter card and the first step, split by the page\'s marks');
 
   for (const preset of OTHER_PRESETS) {
     const { context, page } = await freshPage(browser, `${base}#preset=${preset}&steps=3&eval_every=2`);
     await page.waitForSelector('#shader-f16', { timeout: 120_000 });
-    const toFirst = await firstStep(page);
+    const toFirst = await timeStep(page);
     let line = `     ${preset}: first step ${toFirst} ms after Step`;
     if (wholeRuns) {
       const resumed = Date.now();

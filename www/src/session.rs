@@ -132,10 +132,22 @@ pub struct Session {
 }
 
 pub fn now_ms() -> f64 {
+    performance().map_or(0.0, |p| p.now())
+}
+
+/// A named point on the browser's performance timeline: tests/e2e/timing.mjs reads these to split
+/// the wait for a first step into the device, the data and model, and the step itself. Marked only
+/// on the way to a run's first step and on Step, so long runs add nothing to the timeline.
+fn mark(name: &str) {
+    if let Some(performance) = performance() {
+        let _ = performance.mark(name);
+    }
+}
+
+fn performance() -> Option<web_sys::Performance> {
     web_sys::window()
         .and_then(|w| js_sys::Reflect::get(&w, &"performance".into()).ok())
         .and_then(|p| p.dyn_into::<web_sys::Performance>().ok())
-        .map_or(0.0, |p| p.now())
 }
 
 /// Whether the browser exposes WebGPU at all (`navigator.gpu`).
@@ -224,8 +236,10 @@ impl Session {
         let live = self.live;
         live.status.set(Status::Starting);
         live.batch_size.set(config.batch_size);
+        mark("vramlab:start");
         spawn_local(async move {
             let gpu = self.gpu(config.strategies.memory_pool).await;
+            mark("vramlab:device");
             if !self.current(generation) {
                 return;
             }
@@ -235,6 +249,7 @@ impl Session {
             };
             match Run::new(config, &gpu) {
                 Ok(run) => {
+                    mark("vramlab:run-built");
                     live.prediction.set(Some(run.prediction().clone()));
                     self.run.set_value(Some(run));
                 }
@@ -328,7 +343,9 @@ impl Session {
     }
 
     async fn step_once(self, generation: u64) {
+        mark("vramlab:step");
         if self.current(generation) && self.advance(generation, true).await {
+            mark("vramlab:stepped");
             self.live.status.set(Status::Paused);
         }
     }
