@@ -49,8 +49,8 @@ pub struct MemoryPrediction {
     pub batch: u64,
     /// The whole training split, when it lives on the device (`data_residency` = `device`).
     pub resident_data: u64,
-    /// Inputs, targets and logits of one evaluation batch, and the activations alive while it
-    /// runs (all of them through autodiff, the largest layer's without a graph).
+    /// Inputs and targets of one evaluation batch, and the most its forward pass and loss hold
+    /// at once (through autodiff: the whole graph and the logits).
     pub eval_batch: u64,
     /// The high-water mark: backward (activations and gradients alive together) or evaluation.
     pub peak: u64,
@@ -140,25 +140,31 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         DataResidency::Device => batch_for(train_len as u64),
     };
     let eval_n = config.eval_batch_size.min(test_len) as u64;
-    let mut eval_batch = batch_for(eval_n) + eval_n * (per_sample * classes) as u64 * F32;
-    eval_batch += match config.strategies.eval_mode {
-        // Evaluating through autodiff keeps a training-sized graph for every eval batch.
-        EvalMode::Autodiff => layers_for(config, eval_n)
-            .iter()
-            .map(|l| l.activation_bytes)
-            .sum::<u64>(),
-        EvalMode::NoGrad => inference_bytes(config, eval_n),
-    };
+    let eval_logits = eval_n * (per_sample * classes) as u64 * F32;
+    let eval_batch = batch_for(eval_n)
+        + match config.strategies.eval_mode {
+            // Evaluating through autodiff keeps a training-sized graph for every eval batch.
+            EvalMode::Autodiff => {
+                eval_logits
+                    + layers_for(config, eval_n)
+                        .iter()
+                        .map(|l| l.activation_bytes)
+                        .sum::<u64>()
+            }
+            // Without a graph the layers' working set is gone by the time the loss runs: the
+            // loss holds the logits, their log-softmax and one more logit-sized temporary
+            // (GPT-2's 50k-word vocabulary makes that the evaluation's peak).
+            EvalMode::NoGrad => inference_bytes(config, eval_n).max(3 * eval_logits),
+        };
     let optimizer_state = params * config.optimizer.state_copies();
     let grads = params;
     let resident = params + optimizer_state + resident_data;
-    // Backward writes the gradients while forward's activations are still alive (each is
-    // freed once its node's backward has run, after the gradients it feeds); from the second
-    // micro-batch on, the accumulated gradients are alive beside the new ones. Backward's own
-    // temporaries (the gradients of the activations) are not counted: plans show them as
-    // `other`, from a fifth of the activations on an MLP to twice them on a long recurrence.
+    // Backward starts with every activation alive and first makes the gradients of the last
+    // layers' outputs (`backward_working_set`); the parameters' gradients come as activations
+    // are freed, so the high-water mark is the larger of the two beside the activations. From
+    // the second micro-batch on, the accumulated gradients are alive throughout.
     let accumulated = if k > 1 { grads } else { 0 };
-    let backward = activations + grads + accumulated;
+    let backward = activations + accumulated + grads.max(backward_working_set(config, micro));
     let peak = (resident + batch + backward).max(resident + eval_batch);
     MemoryPrediction {
         param_count,
@@ -187,15 +193,56 @@ fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
             .map(|l| l.activation_bytes)
             .max()
             .unwrap_or(0),
-        // The embedded sequence and the sequence of hidden states the cell writes into.
-        ModelKind::Gru | ModelKind::Lstm => 2 * n * length * m.width as u64 * F32,
-        // One encoder layer: its scores before and after softmax, and the feed-forward
-        // block's input and hidden before and after its activation.
+        // The embedded sequence, the sequence of hidden states the cell writes into, and the
+        // gates' temporaries of one time step (seven of [n, width] in plans, GRU and LSTM alike).
+        ModelKind::Gru | ModelKind::Lstm => {
+            (2 * length + RECURRENT_STEP_TEMPORARIES) * n * m.width as u64 * F32
+        }
+        // The larger of one encoder layer's attention (its scores before and after softmax
+        // beside six [n, L, width] tensors: the residual stream, Q, K, V, context and the
+        // projection, as plans show them) and its feed-forward block (input, hidden before and
+        // after the activation).
         ModelKind::Transformer => {
             let scores = 2 * m.heads as u64 * length * length;
-            let per_token = m.width as u64 + 2 * m.ff as u64;
-            n * (scores + length * per_token) * F32
+            let attention = scores + 6 * length * m.width as u64;
+            let feed_forward = length * (m.width as u64 + 2 * m.ff as u64);
+            n * attention.max(feed_forward) * F32
         }
+    }
+}
+
+/// Tensors of [batch, width] a recurrent cell holds for one time step beyond the states it
+/// writes: the gates' pre-activations and products (measured in plans, at two sizes each).
+const RECURRENT_STEP_TEMPORARIES: u64 = 7;
+
+/// What backward holds beside every activation before any is freed, for a micro-batch of `b`:
+/// the gradients of the last layers' outputs. Fitted to plans (`vramlab bench-analytic`):
+/// - MLP and CNN: the gradient of the largest layer output;
+/// - GRU and LSTM: two [b, L, width] gradients, of the output sequence and of the states;
+/// - transformer: the larger of three feed-forward hiddens [b, L, ff] (the activation's
+///   backward) and two score tensors [b, heads, L, L] (softmax's backward).
+fn backward_working_set(config: &RunConfig, b: u64) -> u64 {
+    let m = &config.model;
+    let length = 2 * config.data.seq_len as u64;
+    let bytes = match m.kind {
+        ModelKind::Mlp | ModelKind::Cnn => {
+            return layers_for(config, b)
+                .iter()
+                .map(|l| l.output_bytes)
+                .max()
+                .unwrap_or(0);
+        }
+        ModelKind::Gru | ModelKind::Lstm => 2 * b * length * m.width as u64 * F32,
+        ModelKind::Transformer => {
+            let feed_forward = 3 * b * length * m.ff as u64;
+            let scores = 2 * b * m.heads as u64 * length * length;
+            feed_forward.max(scores) * F32
+        }
+    };
+    // Gradients come in the dtype the activations were computed in.
+    match config.strategies.training_precision() {
+        MixedPrecision::Off => bytes,
+        _ => bytes / 2,
     }
 }
 

@@ -84,8 +84,14 @@ impl Run {
     /// nothing read back steers the run. Its test split is one evaluation batch.
     pub fn plan(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
         config.validate_for(Purpose::Plan)?;
-        let train = split_sizes(&config.data).0.max(config.batch_size);
-        let data = Dataset::shapes(&config.data, train, config.eval_batch_size);
+        let (train, test) = split_sizes(&config.data);
+        // One evaluation batch, as large as a real run's largest: the test split may be smaller
+        // than `eval_batch_size` (digits: 449 samples against 512).
+        let data = Dataset::shapes(
+            &config.data,
+            train.max(config.batch_size),
+            test.min(config.eval_batch_size),
+        );
         let dry_run = DryRun::new();
         Self::start(config.clone(), gpu, data, Some(dry_run))
             .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Plan))
