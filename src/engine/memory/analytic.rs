@@ -163,8 +163,16 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     // layers' outputs (`backward_working_set`); the parameters' gradients come as activations
     // are freed, so the high-water mark is the larger of the two beside the activations. From
     // the second micro-batch on, the accumulated gradients are alive throughout.
+    // Backward itself begins at the loss, whose gradient and softmax temporaries take two and a
+    // half logit-sized tensors in plans: 1.9 GiB for GPT-2 small's 50k-word vocabulary at
+    // batch 8, nothing to speak of for a few classes.
     let accumulated = if k > 1 { grads } else { 0 };
-    let backward = activations + accumulated + grads.max(backward_working_set(config, micro));
+    let loss_backward = logits_bytes * 5 / 2;
+    let backward = activations
+        + accumulated
+        + grads
+            .max(backward_working_set(config, micro))
+            .max(loss_backward);
     let peak = (resident + batch + backward).max(resident + eval_batch);
     MemoryPrediction {
         param_count,
@@ -342,10 +350,17 @@ fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEsti
         LayerEstimate {
             name: format!("classifier {h}x{classes}"),
             params: linear_params(h, classes),
-            activation_bytes: 2 * b * length * classes as u64 * F32,
+            activation_bytes: sequence_logits_kept(config, classes, b),
             output_bytes: 0,
         },
     ]
+}
+
+/// What a sequence model's classifier and loss keep for backward: one logit tensor over the
+/// answer's positions (`seq_len`, not the whole input). Planned with a 50,000-word vocabulary
+/// (GRU) and GPT-2's 50,257, where the logits are most of the activations.
+fn sequence_logits_kept(config: &RunConfig, classes: usize, b: u64) -> u64 {
+    b * config.data.seq_len as u64 * classes as u64 * F32
 }
 
 fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
@@ -377,7 +392,7 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
     layers.push(LayerEstimate {
         name: format!("classifier {d}x{classes}"),
         params: d * classes as u64 + classes as u64,
-        activation_bytes: 2 * b * length * classes as u64 * F32,
+        activation_bytes: sequence_logits_kept(config, classes, b),
         output_bytes: 0,
     });
     layers
