@@ -6,9 +6,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::config::{Budget, RunConfig};
+use crate::engine::error::ConfigError;
 use crate::engine::outcome::OutOfMemory;
+use crate::engine::overrides::apply_overrides;
 use crate::engine::phase::Phase;
-use crate::engine::strategies::catalog::{Claim, Metric};
+use crate::engine::presets::preset;
+use crate::engine::strategies::catalog::{Claim, Entry, Metric};
 use crate::engine::train::{LOSS_READBACK_EVERY, StepRecord, Summary, Timeline};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +72,67 @@ impl Measure {
     fn spread(&self) -> f64 {
         self.q3 - self.q1
     }
+}
+
+/// One side of `claim`: its base run with `sets` (the claim's `off` or `on`) applied, for the
+/// claim's steps, evaluated at the end unless `sets` say otherwise, under `budget` bytes if given.
+/// Both fronts run exactly these configs, so their verdicts can be compared.
+pub fn side_config(
+    claim: &Claim,
+    sets: &[&str],
+    budget: Option<u64>,
+) -> Result<RunConfig, ConfigError> {
+    let mut config = preset(claim.base.preset)?;
+    config.steps = claim.steps;
+    config.eval_every = 0;
+    let all = claim.base.sets.iter().chain(sets).copied();
+    let mut config = apply_overrides(config, all)?;
+    config.budget = budget.map(Budget::Bytes);
+    config.validate()?;
+    Ok(config)
+}
+
+/// What a front can measure, which decides the claims it can run.
+#[derive(Clone, Copy, Debug)]
+pub struct Bench {
+    /// The adapter has shader-f16 (without it f16 runs as f32).
+    pub shader_f16: bool,
+    /// A step's time is the time the device took (natively), not the time to queue it (the
+    /// page, which cannot wait for the GPU inside a step).
+    pub synced_steps: bool,
+    /// Each run may start its own device, so each side can have its own pools (the CLI runs
+    /// each side in its own process; a page keeps one device for its life).
+    pub device_per_run: bool,
+}
+
+/// Why `claim` (of `entry`) cannot be measured on `bench`, or `None` when it can.
+pub fn cannot_run(entry: &Entry, claim: &Claim, bench: Bench) -> Option<String> {
+    let needs_f16 = claim.off.iter().chain(claim.on).any(|set| {
+        set.split_once('=').is_some_and(|(field, value)| {
+            field == entry.field && entry.f16_choices.contains(&value)
+        })
+    });
+    if needs_f16 && !bench.shader_f16 {
+        return Some(
+            "this adapter has no shader-f16: the tip would run in f32, the same as without it"
+                .into(),
+        );
+    }
+    if claim.metric == Metric::MsPerStep && !bench.synced_steps {
+        return Some(
+            "a step's time here is the time to queue it: the page cannot wait for the GPU \
+             inside a step, so it cannot time one"
+                .into(),
+        );
+    }
+    if entry.field == "strategies.memory_pool" && !bench.device_per_run {
+        return Some(
+            "the allocator's pools are fixed when the device starts, and the page keeps one \
+             device: both sides would run on the same pools"
+                .into(),
+        );
+    }
+    None
 }
 
 /// A verdict, why, and the figures it was decided on.
@@ -254,9 +319,16 @@ pub fn judge(claim: &Claim, off: &[Timeline], on: &[Timeline]) -> Judgement {
     judged(verdict, reason)
 }
 
-/// The budget claim: a run given half of what the unbudgeted run reserved at its peak must
-/// stop with out-of-memory (`stopped`), and the run after it on the same device must train
-/// as before (`after`).
+/// The budget claim's cap: half the unbudgeted run's high-water mark of bytes in use, a GPU
+/// too small for what the run holds at once whatever its allocator's pages (half of what it
+/// reserved would fit where pages are small and a budgeted run hands cached ones back).
+pub fn budget_for(unbudgeted: &Summary) -> u64 {
+    unbudgeted.high_water_in_use_bytes / 2
+}
+
+/// The budget claim: a run given [`budget_for`] its unbudgeted run must stop with
+/// out-of-memory (`stopped`), and the run after it on the same device must train as before
+/// (`after`).
 pub fn judge_budget(
     budget_bytes: u64,
     stopped: Option<&OutOfMemory>,
@@ -266,13 +338,13 @@ pub fn judge_budget(
         Some(oom) => (
             Verdict::Holds,
             format!(
-                "at half its peak reserved the run stopped: {}",
+                "at half its high-water in use the run stopped: {}",
                 oom.headline()
             ),
         ),
         None => (
             Verdict::DoesNotHoldHere,
-            "the run fit a budget of half its peak".to_string(),
+            "the run fit a budget of half its high-water in use".to_string(),
         ),
     };
     Judgement {
@@ -283,5 +355,58 @@ pub fn judge_budget(
         ),
         off: Measure::of(vec![budget_bytes as f64], 1),
         on: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::strategies::catalog::claims;
+
+    const PAGE_ON_SWIFTSHADER: Bench = Bench {
+        shader_f16: false,
+        synced_steps: false,
+        device_per_run: false,
+    };
+
+    fn refused_on(bench: Bench) -> Vec<(&'static str, &'static str)> {
+        claims()
+            .filter(|(entry, claim)| cannot_run(entry, claim, bench).is_some())
+            .map(|(entry, claim)| (entry.field, claim.folklore))
+            .collect()
+    }
+
+    #[test]
+    fn a_page_without_shader_f16_refuses_the_f16_timing_and_pool_claims_and_no_other() {
+        let fields: Vec<&str> = refused_on(PAGE_ON_SWIFTSHADER)
+            .iter()
+            .map(|(field, _)| *field)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "strategies.mixed_precision",
+                "strategies.mixed_precision",
+                "strategies.data_residency",
+                "strategies.memory_pool",
+                "strategies.weight_dtype",
+            ]
+        );
+        // int8 weights need no f16: only model.half() of the two weight claims is refused.
+        assert!(
+            refused_on(PAGE_ON_SWIFTSHADER)
+                .iter()
+                .all(|(_, folklore)| !folklore.starts_with("int8"))
+        );
+    }
+
+    #[test]
+    fn a_native_run_with_shader_f16_refuses_nothing() {
+        let native = Bench {
+            shader_f16: true,
+            synced_steps: true,
+            device_per_run: true,
+        };
+        assert!(refused_on(native).is_empty());
     }
 }

@@ -258,6 +258,72 @@ await page.dispatchEvent('input[name="batch_size"]', 'change');
 const refused = await page.textContent('#refused');
 check(refused.includes('batch_size') && refused.includes('1..='), `bad edit refused: "${refused}"`);
 
+// 8. The lessons: "Run all lessons" runs every card in turn; each ends with a verdict or "not run
+// here" and a reason. With VRAMLAB_CLAIMS_JSON (the output of `vramlab claims --json` on the
+// same catalog) the verdicts are compared claim by claim and every difference is printed.
+await page.$eval('#reset', (b) => b.click());
+await page.$eval('.strategy .lesson-link', (b) => b.click());
+const linkedCard = await page.evaluate(() => {
+  const cards = [...document.querySelectorAll('#lessons .lesson')];
+  const seen = cards.find((c) => { const b = c.getBoundingClientRect(); return b.top >= -1 && b.top < window.innerHeight; });
+  return seen?.dataset.field;
+});
+check(linkedCard !== undefined && linkedCard.startsWith('strategies.'), `a strategy's lesson link scrolls to its card (${linkedCard})`);
+const lessonsStarted = Date.now();
+await page.$eval('#run-all-lessons', (b) => b.click());
+await page.waitForFunction(() => /all in/.test(document.querySelector('#lessons-status')?.textContent ?? ''),
+  null, { timeout: 1_200_000 });
+const lessonsSeconds = (Date.now() - lessonsStarted) / 1000;
+const lessonRows = await page.$$eval('#lessons-summary tbody tr', (trs) => trs.map((tr) => ({
+  field: tr.dataset.field, claim: tr.dataset.claim, verdict: tr.dataset.verdict,
+  text: tr.querySelector('.verdict').textContent.trim() })));
+const cardReasons = await page.$$eval('#lessons .lesson .verdict', (ps) => ps.map((p) => p.textContent.trim()));
+console.log(`     run all lessons: ${lessonRows.length} cards in ${lessonsSeconds.toFixed(1)} s (${await page.textContent('#lessons-status')})`);
+for (const [i, row] of lessonRows.entries()) console.log(`       ${row.field}: ${row.claim}: ${cardReasons[i]}`);
+check(lessonRows.length >= 14 && lessonRows.every((r) => ['h', 'p', 'd', 'n'].includes(r.verdict))
+  && cardReasons.every((r) => r.includes(': ')),
+  `every lesson card ends with a verdict or "not run here", with its reason (${lessonRows.map((r) => r.verdict).join('')})`);
+const charted = await page.$$eval('#lessons .lesson', (cards) => cards.filter((c) => c.querySelector('svg[data-points]')).length);
+const ran = lessonRows.filter((r) => r.verdict !== 'n').length;
+check(charted === ran, `each lesson that ran draws its two runs (${charted} charts, ${ran} run)`);
+const nativeJson = process.env.VRAMLAB_CLAIMS_JSON;
+if (nativeJson) {
+  const letter = { holds: 'h', holds_partly: 'p', does_not_hold_here: 'd', not_run_here: 'n', not_measured: 'm' };
+  const native = JSON.parse(fs.readFileSync(nativeJson, 'utf8')).rows;
+  const both = lessonRows.filter((r) => r.verdict !== 'n');
+  const differ = [];
+  for (const row of both) {
+    const theirs = native.find((n) => n.field === row.field && n.claim === row.claim);
+    if (!theirs || letter[theirs.verdict] !== row.verdict) differ.push(`${row.field} "${row.claim}": page ${row.text}, native ${theirs?.verdict ?? 'missing'}`);
+  }
+  console.log(`     against ${nativeJson}: ${both.length - differ.length} of ${both.length} verdicts the same${differ.map((d) => `\n       differs: ${d}`).join('')}`);
+  check(both.every((r) => native.some((n) => n.field === r.field && n.claim === r.claim)),
+    'every lesson the page ran is in the native claims report');
+}
+const [lessonsDownload] = await Promise.all([page.waitForEvent('download'), page.$eval('#lessons-json', (b) => b.click())]);
+const lessonsFile = path.join(shots, 'lessons.json');
+await lessonsDownload.saveAs(lessonsFile);
+const exportedLessons = JSON.parse(fs.readFileSync(lessonsFile, 'utf8'));
+check(exportedLessons.rows.length === lessonRows.length && exportedLessons.seconds > 0,
+  `lessons exported as JSON (${exportedLessons.rows.length} rows, ${exportedLessons.seconds.toFixed(1)} s)`);
+await page.screenshot({ path: path.join(shots, '7-lessons.png'), fullPage: true });
+const shareHref = await page.$eval('#lessons-share', (a) => a.getAttribute('href'));
+const sharedPage = await context.newPage();
+await sharedPage.goto(`${base}${shareHref}`);
+await sharedPage.waitForSelector('#lessons-shared', { timeout: 60_000 });
+const sharedVerdicts = await sharedPage.$$eval('#lessons-summary tbody tr .verdict', (tds) => tds.map((td) => td.textContent));
+check(sharedVerdicts.filter((v) => v.includes('from the link')).length === lessonRows.length,
+  `the lessons' link shows the same table elsewhere (${shareHref})`);
+// The page reads its URL when it starts: a new hash alone is not a new visit.
+await sharedPage.goto(`${base}#lessons=hhx`);
+await sharedPage.reload();
+await sharedPage.waitForSelector('#url-note', { timeout: 60_000 });
+check((await sharedPage.textContent('#url-note')).includes('lessons must be'), 'a bad lessons link is refused with the rule');
+await sharedPage.close();
+await page.$eval('#lessons .lesson[data-field="strategies.grad_accumulation"] .open-lesson', (b) => b.click());
+check(await page.inputValue('input[name="strategies.grad_accumulation"]') === '4',
+  'a lesson card opens its run with the tip in the playground');
+
 check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
 
 // 7. A browser without WebGPU (Chromium on Linux without --enable-unsafe-webgpu, and with the

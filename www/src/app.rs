@@ -15,6 +15,7 @@ use crate::charts::{LineChart, Marker, PhaseBar, PhaseBars, Rule, Series};
 use crate::config_panel::{ConfigPanel, Editor};
 use crate::data_preview::DataPreview;
 use crate::finder_panel::FinderPanel;
+use crate::lessons::{LessonsPanel, LessonsRunning, shared_verdicts};
 use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
 use crate::session::{Live, Session, Status};
 use crate::url_state;
@@ -45,9 +46,16 @@ pub fn App() -> impl IntoView {
         config: RwSignal::new(from_url.config),
         refused: RwSignal::new(None),
     };
-    let url_note = RwSignal::new(from_url.note);
+    let (shared_lessons, lessons_note) = match from_url.lessons.as_deref().map(shared_verdicts) {
+        Some(Ok(verdicts)) => (Some(verdicts), None),
+        Some(Err(note)) => (None, Some(note)),
+        None => (None, None),
+    };
+    let url_note = RwSignal::new(from_url.note.or(lessons_note));
     let session = Session::new();
     provide_context(session);
+    let lessons_running = RwSignal::new(false);
+    provide_context(LessonsRunning(lessons_running));
     let live = session.live;
 
     // The URL follows the configuration, so a link reproduces the setup.
@@ -62,7 +70,7 @@ pub fn App() -> impl IntoView {
         session.gpu(pool).await;
     });
 
-    let running = move || live.status.get().busy();
+    let running = move || live.status.get().busy() || lessons_running.get();
     let start = move |_| session.start(editor.config.get_untracked(), true);
     let pause = move |_| session.pause();
     let resume = move |_| session.resume();
@@ -127,6 +135,7 @@ pub fn App() -> impl IntoView {
                 <SummaryCard timeline=live.timeline />
             </div>
         </main>
+        <LessonsPanel editor=editor shared=shared_lessons />
     }
 }
 
@@ -577,7 +586,7 @@ fn category_rows(pinned: Option<Categories>, now: Option<Categories>) -> Option<
     })
 }
 
-fn download(name: &str, mime: &str, text: &str) {
+pub fn download(name: &str, mime: &str, text: &str) {
     let Some(document) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };

@@ -123,7 +123,8 @@ pub fn LineChart(
     #[prop(into, optional)] rules: Option<Signal<Vec<Rule>>>,
     #[prop(into, optional)] marker: Option<Signal<Option<Marker>>>,
     /// Test hook: the chart's id in the DOM.
-    id: &'static str,
+    #[prop(into)]
+    id: String,
 ) -> impl IntoView {
     let frame = Memo::new(move |_| {
         let series: Vec<Series> = series
@@ -208,11 +209,12 @@ pub fn LineChart(
         let vx = hovered.get()?;
         hover_view(&frame.get(), vx, unit).map(|(_, text)| text)
     };
+    let readout_id = format!("{id}-readout");
     view! {
         <figure class="chart-box" id=id>
             <figcaption>{title} <span class="unit">"(" {unit} ")"</span></figcaption>
             {body}
-            <div class="readout" id=format!("{id}-readout")>{readout}</div>
+            <div class="readout" id=readout_id>{readout}</div>
         </figure>
     }
 }

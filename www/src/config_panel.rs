@@ -9,6 +9,8 @@ use vramlab::engine::presets::{PRESETS, preset};
 use vramlab::engine::strategies::catalog::{self, CATALOG, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
+use crate::lessons::{card_id, scroll_to};
+
 /// The page's editable state.
 #[derive(Clone, Copy)]
 pub struct Editor {
@@ -167,7 +169,15 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
             let claims = entry
                 .claims
                 .iter()
-                .map(|claim| view! { <p class="claim">"Claim: " {claim.folklore}</p> })
+                .map(|claim| {
+                    let card = card_id(entry, claim);
+                    let link = card.map(|card| view! {
+                        " "
+                        <button class="lesson-link" title="this claim's lesson: run it off and on"
+                            on:click=move |_| scroll_to(&card)>"lesson"</button>
+                    });
+                    view! { <p class="claim">"Claim: " {claim.folklore} {link}</p> }
+                })
                 .collect_view();
             view! {
                 <div class="strategy">

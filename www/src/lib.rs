@@ -7,6 +7,7 @@ mod config_panel;
 mod data_preview;
 mod finder_panel;
 mod hover;
+mod lessons;
 mod memory_charts;
 mod session;
 mod url_state;

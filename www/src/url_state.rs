@@ -12,6 +12,8 @@ pub struct FromUrl {
     pub preset: String,
     pub config: RunConfig,
     pub note: Option<String>,
+    /// A shared table of lesson verdicts (`lessons=`), not part of the configuration.
+    pub lessons: Option<String>,
 }
 
 fn decode(text: &str) -> String {
@@ -31,10 +33,12 @@ pub fn parse(hash: &str) -> FromUrl {
     let hash = hash.trim_start_matches('#');
     let mut name = DEFAULT_PRESET.to_string();
     let mut sets = Vec::new();
+    let mut lessons = None;
     for part in hash.split('&').filter(|p| !p.is_empty()) {
         let part = decode(part);
         match part.split_once('=') {
             Some(("preset", value)) => name = value.to_string(),
+            Some(("lessons", value)) => lessons = Some(value.to_string()),
             _ => sets.push(part),
         }
     }
@@ -59,6 +63,7 @@ pub fn parse(hash: &str) -> FromUrl {
         preset: name,
         config,
         note,
+        lessons,
     }
 }
 

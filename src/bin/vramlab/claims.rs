@@ -1,5 +1,5 @@
 //! `vramlab claims`: every folklore claim of the catalog run without the tip and with it (same
-//! preset and seed) and judged by the engine from what was measured: each side's figure is the
+//! base run and seed) and judged by the engine from what was measured: each side's figure is the
 //! median over its steps (and, for timing, over three runs), and a verdict needs a difference
 //! beyond their spread. Each run is its own `vramlab train` process: the allocator's pools are
 //! fixed when a device starts, so a tip like the pool choice needs a fresh process, and a run
@@ -11,10 +11,9 @@ use std::time::Instant;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use vramlab::engine::claims::{Judgement, Measure, Verdict, judge, judge_budget};
-use vramlab::engine::config::Budget;
-use vramlab::engine::overrides::apply_overrides;
-use vramlab::engine::presets::preset;
+use vramlab::engine::claims::{
+    Judgement, Measure, Verdict, budget_for, judge, judge_budget, side_config,
+};
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::{ConfigError, RunConfig, Timeline};
 
@@ -27,6 +26,8 @@ pub struct Row {
     /// The config field the claim is about.
     pub field: String,
     pub claim: String,
+    /// The run both sides start from: a preset and the changes that size it.
+    pub base: String,
     pub metric: String,
     pub steps: usize,
     pub runs_per_side: usize,
@@ -58,17 +59,6 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
-/// The claim's preset with `sets` applied, for its step count, evaluated at the end.
-fn config(claim: &Claim, sets: &[&str], budget: Option<u64>) -> anyhow::Result<RunConfig> {
-    let mut config = preset(claim.preset)?;
-    config.steps = claim.steps;
-    config.eval_every = 0;
-    let mut config = apply_overrides(config, sets.iter().copied())?;
-    config.budget = budget.map(Budget::Bytes);
-    config.validate()?;
-    Ok(config)
-}
-
 /// A run that must fit: the claims run without budgets, except the budget claim's own.
 fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Timeline> {
     match subprocess::train(config, false)? {
@@ -83,7 +73,7 @@ fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Timeline> {
 
 /// The runs of one side.
 fn side(entry: &Entry, claim: &Claim, sets: &[&str]) -> anyhow::Result<Vec<Timeline>> {
-    let config = config(claim, sets, None)?;
+    let config = side_config(claim, sets, None)?;
     (0..claim.metric.runs_per_side())
         .map(|_| fitted(entry, &config))
         .collect()
@@ -92,13 +82,13 @@ fn side(entry: &Entry, claim: &Claim, sets: &[&str]) -> anyhow::Result<Vec<Timel
 fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
     let off = side(entry, claim, claim.off)?;
     let (on, judgement): (Vec<Timeline>, Judgement) = if claim.metric == Metric::StopsUnderBudget {
-        // Half of what the run reserved at its high-water mark: a GPU half as large.
-        let budget = off[0].summary.high_water_reserved_bytes / 2;
-        let stopped = match subprocess::train(&config(claim, claim.on, Some(budget))?, false)? {
+        let budget = budget_for(&off[0].summary);
+        let stopped = match subprocess::train(&side_config(claim, claim.on, Some(budget))?, false)?
+        {
             Trained::OutOfMemory(oom) => Some(oom),
             Trained::Fit(_) => None,
         };
-        let after = fitted(entry, &config(claim, claim.off, None)?)?;
+        let after = fitted(entry, &side_config(claim, claim.off, None)?)?;
         (
             Vec::new(),
             judge_budget(budget, stopped.as_deref(), &after.summary),
@@ -121,6 +111,7 @@ fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
     Ok(Row {
         field: entry.field.to_string(),
         claim: claim.folklore.to_string(),
+        base: claim.base.label(),
         metric: claim.metric.name().to_string(),
         steps: claim.steps,
         runs_per_side: claim.metric.runs_per_side(),
@@ -200,15 +191,18 @@ fn mib_pair(off: Option<u64>, on: Option<u64>) -> String {
 
 /// The report as a Markdown table.
 pub fn markdown(report: &Report) -> String {
+    let mut bases: Vec<&str> = report.rows.iter().map(|row| row.base.as_str()).collect();
+    bases.dedup();
     let mut out = format!(
-        "# vramlab claims report\n\nAdapter: {}. Each claim: the same preset and seed without \
+        "# vramlab claims report\n\nAdapter: {}. Each claim: the same base run and seed without \
          the tip (off) and with it (on); the claim's figure is the median over the steps after \
          the first (timing: over three runs a side), and a verdict needs a difference beyond \
          the interquartile spread and 1% of the figure. Memory in MiB from the GPU allocator, at \
-         its high-water mark. {} claims in {:.0} s.\n\n| field | claim | high-water in use off \
-         / on | high-water reserved off / on | ms/step on/off | final loss off / on | verdict |\
-         \n|---|---|---|---|---|---|---|\n",
+         its high-water mark. Base runs: `{}`. {} claims in {:.0} s.\n\n| field | claim | \
+         high-water in use off / on | high-water reserved off / on | ms/step on/off | final loss \
+         off / on | verdict |\n|---|---|---|---|---|---|---|\n",
         report.adapter,
+        bases.join("`, `"),
         report.rows.len(),
         report.seconds
     );

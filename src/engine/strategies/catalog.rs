@@ -60,12 +60,58 @@ impl Metric {
     }
 }
 
+/// The run a claim starts from: a preset with `path=value` changes that size it for a lesson,
+/// small enough that every claim runs in a browser on a software GPU in minutes, large enough
+/// that activations outweigh the fixed costs the tips do not touch.
+#[derive(Debug)]
+pub struct Base {
+    pub preset: &'static str,
+    pub sets: &'static [&'static str],
+}
+
+impl Base {
+    /// The preset and its changes, as a command line's words: `spiral-mlp model.hidden=[128,128]`.
+    pub fn label(&self) -> String {
+        std::iter::once(self.preset)
+            .chain(self.sets.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The spiral MLP at half the preset's width: a step costs SwiftShader a quarter of the
+/// preset's multiply-adds, and activations are still most of the peak.
+const SPIRAL: Base = Base {
+    preset: "spiral-mlp",
+    sets: &["model.hidden=[128,128]"],
+};
+
+/// The sorting task's recurrent models on sequences of 4 tokens (8 time steps), width 64, in
+/// batches of 32: each time step is a run of small kernels, which a software GPU pays per launch.
+const SORT: &[&str] = &[
+    "data.seq_len=4",
+    "model.width=64",
+    "batch_size=32",
+    "eval_batch_size=64",
+];
+
+const SORT_LSTM: Base = Base {
+    preset: "sort-lstm",
+    sets: SORT,
+};
+
+const SORT_GRU: Base = Base {
+    preset: "sort-gru",
+    sets: SORT,
+};
+
 /// One folklore claim and the two runs that test it.
 #[derive(Debug)]
 pub struct Claim {
     /// The folklore, in a few words.
     pub folklore: &'static str,
-    pub preset: &'static str,
+    /// The run both sides start from.
+    pub base: &'static Base,
     /// `path=value` overrides of the run without the tip, then with it.
     pub off: &'static [&'static str],
     pub on: &'static [&'static str],
@@ -122,7 +168,7 @@ const STEPS: usize = 12;
 
 const fn claim(
     folklore: &'static str,
-    preset: &'static str,
+    base: &'static Base,
     off: &'static [&'static str],
     on: &'static [&'static str],
     metric: Metric,
@@ -131,7 +177,7 @@ const fn claim(
 ) -> Claim {
     Claim {
         folklore,
-        preset,
+        base,
         off,
         on,
         metric,
@@ -172,14 +218,14 @@ const fn entry(
 #[rustfmt::skip]
 pub const CATALOG: &[Entry] = &[
     entry("batch_size", "batch size", &[], "samples per optimizer step", &[
-        claim("halve the batch, halve the activation memory", "spiral-mlp",
+        claim("halve the batch, halve the activation memory", &SPIRAL,
             &[], &["batch_size=256"], PeakInUse, 0.7, false)
             .because("Activations are kept per sample for backward, so they scale with the batch. \
              Parameters, gradients and optimizer state do not, so the whole peak falls by less \
              than half."),
     ]),
     entry("eval_batch_size", "eval batch size", &[], "samples per evaluation batch", &[
-        claim("keep the eval batch small", "spiral-mlp",
+        claim("keep the eval batch small", &SPIRAL,
             &["eval_batch_size=1024", "eval_every=3"], &["eval_batch_size=128", "eval_every=3"],
             EvalPeak, 0.7, true)
             .because("Evaluation holds one batch's inputs and layer outputs at a time, so its \
@@ -188,7 +234,7 @@ pub const CATALOG: &[Entry] = &[
     ]),
     entry("strategies.grad_accumulation", "gradient accumulation (k)", &[],
         "k micro-batches per optimizer step, each loss scaled by its share", &[
-        claim("accumulate gradients: same step, ~1/k activations", "spiral-mlp",
+        claim("accumulate gradients: same step, ~1/k activations", &SPIRAL,
             &[], &["strategies.grad_accumulation=4"], PeakInUse, 0.6, true)
             .because("Each of the k passes holds only its micro-batch's activations, and their \
              gradients add up to the whole batch's. The summed gradients stay alive across the \
@@ -199,12 +245,12 @@ pub const CATALOG: &[Entry] = &[
         ..entry("strategies.mixed_precision", "mixed precision", &["off", "f16", "f16_unscaled"],
         "f16: f16 compute from f32 master weights with a loss scaler; f16_unscaled: \
          model.half()", &[
-        claim("fp16 with a loss scaler halves activation memory", "spiral-mlp",
+        claim("fp16 with a loss scaler halves activation memory", &SPIRAL,
             &[], &["strategies.mixed_precision=f16"], PeakInUse, 0.75, true)
             .because("Activations computed in f16 take half the bytes. The f32 master weights, \
              their gradients and the optimizer state stay f32, and each pass keeps an f16 copy of \
              the weights for backward."),
-        claim("fp16 without a scaler trains as well", "spiral-mlp",
+        claim("fp16 without a scaler trains as well", &SPIRAL,
             &[], &["strategies.mixed_precision=f16_unscaled"], FinalLoss, 1.1, false)
             .because("Without loss scaling small gradients flush to zero in f16. Adam's epsilon \
              (1e-8) is 0 in f16, so its update can divide by zero and the weights become NaN.")
@@ -212,7 +258,7 @@ pub const CATALOG: &[Entry] = &[
     ])},
     entry("strategies.eval_mode", "evaluation mode", &["no_grad", "autodiff"],
         "no_grad evaluates without recording a graph; autodiff records one per batch", &[
-        claim("evaluate under no_grad or memory balloons", "spiral-mlp",
+        claim("evaluate under no_grad or memory balloons", &SPIRAL,
             &["strategies.eval_mode=autodiff", "eval_every=3"],
             &["strategies.eval_mode=no_grad", "eval_every=3"], EvalPeak, 0.8, true)
             .because("Evaluating through autodiff records a graph per batch that keeps every \
@@ -221,7 +267,7 @@ pub const CATALOG: &[Entry] = &[
     ]),
     entry("strategies.checkpointing", "gradient checkpointing", &["none", "balanced"],
         "balanced: recompute cheap activations in backward instead of keeping them", &[
-        claim("checkpointing trades time for activation memory", "spiral-mlp",
+        claim("checkpointing trades time for activation memory", &SPIRAL,
             &[], &["strategies.checkpointing=balanced"], PeakInUse, 0.9, true)
             .because("burn's balanced checkpointing keeps the outputs of matmuls and convolutions \
              and recomputes activations and element-wise ops in backward. Each dense layer then \
@@ -232,7 +278,7 @@ pub const CATALOG: &[Entry] = &[
          or the outputs appended to a list", &[
         // SGD on both sides: burn 0.22's Adam itself keeps about 1 KiB more every step, which
         // would blur what the bookkeeping adds.
-        claim("sum loss.item(), not the loss tensor", "spiral-mlp",
+        claim("sum loss.item(), not the loss tensor", &SPIRAL,
             &["strategies.loss_bookkeeping=tensor", "optimizer=sgd", "learning_rate=0.1"],
             &["strategies.loss_bookkeeping=scalar", "optimizer=sgd", "learning_rate=0.1"],
             GrowthPerStep, 0.5, true)
@@ -240,7 +286,7 @@ pub const CATALOG: &[Entry] = &[
              a graph's saved tensors in backward whether or not the loss is still referenced, \
              so the running sum keeps far less: what it does keep is measured here.")
             .steps(22),
-        claim("keeping every step's outputs leaks memory", "spiral-mlp",
+        claim("keeping every step's outputs leaks memory", &SPIRAL,
             &["strategies.loss_bookkeeping=outputs", "optimizer=sgd", "learning_rate=0.1"],
             &["strategies.loss_bookkeeping=scalar", "optimizer=sgd", "learning_rate=0.1"],
             GrowthPerStep, 0.5, true)
@@ -250,7 +296,7 @@ pub const CATALOG: &[Entry] = &[
     ]),
     entry("strategies.inplace_activation", "in-place activation", &["true", "false"],
         "false: the activation writes a copy while its input stays alive", &[
-        claim("ReLU(inplace=True) saves memory", "spiral-mlp",
+        claim("ReLU(inplace=True) saves memory", &SPIRAL,
             &["strategies.inplace_activation=false"], &["strategies.inplace_activation=true"],
             PeakInUse, 0.95, true)
             .because("burn's ReLU keeps its input for backward and the next layer keeps its \
@@ -259,7 +305,7 @@ pub const CATALOG: &[Entry] = &[
     ]),
     entry("strategies.free_cache", "free cached memory", &["never", "step", "epoch"],
         "hand the allocator's unused pages back after every step or epoch", &[
-        claim("empty_cache() frees GPU memory", "spiral-mlp",
+        claim("empty_cache() frees GPU memory", &SPIRAL,
             &[], &["strategies.free_cache=step"], PeakReserved, 0.8, true)
             .because("Releasing the cache hands unused pages back, which lowers reserved memory \
              between steps. Bytes in use are untouched, and the next step allocates its pages \
@@ -267,7 +313,7 @@ pub const CATALOG: &[Entry] = &[
     ]),
     entry("strategies.data_residency", "data residency", &["host", "device"],
         "device: the training split lives on the GPU and batches are gathered there", &[
-        claim("keep the data on the GPU: faster steps", "spiral-mlp",
+        claim("keep the data on the GPU: faster steps", &SPIRAL,
             &[], &["strategies.data_residency=device"], MsPerStep, 0.95, true)
             .because("A resident split saves each step's copy of the batch from host memory, at \
              the cost of the split's bytes. How much that saves depends on how the copy compares \
@@ -276,7 +322,7 @@ pub const CATALOG: &[Entry] = &[
     entry("strategies.memory_pool", "allocator pools", &["subslices", "exclusive"],
         "subslices: small allocations share pages; exclusive: a page each (fixed when the device \
          starts)", &[
-        claim("tune the allocator's split size against fragmentation", "spiral-mlp",
+        claim("tune the allocator's split size against fragmentation", &SPIRAL,
             &[], &["strategies.memory_pool=exclusive"], PeakReserved, 0.9, true)
             .because("Exclusive pages are sized to each allocation in buckets, so less of each \
              page sits unused. Sub-sliced pools carve small tensors out of large shared pages and \
@@ -287,18 +333,18 @@ pub const CATALOG: &[Entry] = &[
         ..entry("strategies.weight_dtype", "weight precision", &["f32", "f16", "int8"],
         "f16: model.half(), gradients and optimizer state too; int8: quantized copy for \
          evaluation", &[
-        claim("model.half() halves the model", "spiral-mlp",
+        claim("model.half() halves the model", &SPIRAL,
             &[], &["strategies.weight_dtype=f16"], WeightBytes, 0.55, true)
             .because("f16 weights take two bytes each instead of four. Their gradients and the \
              optimizer state follow them into f16."),
-        claim("int8 weights: a quarter of the bytes, same accuracy", "spiral-mlp",
+        claim("int8 weights: a quarter of the bytes, same accuracy", &SPIRAL,
             &[], &["strategies.weight_dtype=int8"], EvalWeightBytes, 0.3, true)
             .because("burn packs four int8 weights into each 32-bit word with one f32 scale per \
              tensor. Biases and matrices whose last dimension is not a multiple of 4 stay f32."),
     ])},
     entry("strategies.kernels", "kernels", &["burn", "fused"],
         "fused: vramlab's own WGSL step for a ReLU MLP (3L+1 dispatches, no autodiff graph)", &[
-        claim("fused kernels keep fewer intermediates", "spiral-mlp",
+        claim("fused kernels keep fewer intermediates", &SPIRAL,
             &[], &["strategies.kernels=fused"], PeakInUse, 0.8, true)
             .because("The fused step keeps each layer's output and its gradient and nothing else. \
              burn's autodiff also keeps each op's saved inputs and the unfused optimizer's \
@@ -306,7 +352,7 @@ pub const CATALOG: &[Entry] = &[
     ]),
     entry("optimizer", "optimizer", &["sgd", "momentum", "adam"],
         "sgd keeps no state, momentum one velocity per parameter, adam two moments", &[
-        claim("SGD instead of Adam saves two copies of the parameters", "spiral-mlp",
+        claim("SGD instead of Adam saves two copies of the parameters", &SPIRAL,
             &["optimizer=adam"], &["optimizer=sgd"], OptimizerState, 0.1, false)
             .because("Adam keeps a first and a second moment for every parameter, in the \
              parameters' precision. Plain SGD keeps nothing between steps."),
@@ -314,28 +360,28 @@ pub const CATALOG: &[Entry] = &[
     entry("budget", "memory budget", &[],
         "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's \
          largest buffer; empty for none", &[
-        claim("cap the memory fraction to behave like a smaller GPU", "spiral-mlp",
+        claim("cap the memory fraction to behave like a smaller GPU", &SPIRAL,
             &[], &[], StopsUnderBudget, 1.0, false)
             .because("cubecl has no memory cap to set, so vramlab holds the allocator's \
              high-water mark to the budget at every check point and stops the step that passes \
              it. The device is left as a fresh process would find it."),
     ]),
     entry("model.hidden", "hidden widths", &[], "the MLP's hidden layer widths", &[
-        claim("a smaller model needs less memory", "spiral-mlp",
-            &[], &["model.hidden=[64,64]"], PeakInUse, 0.5, false)
+        claim("a smaller model needs less memory", &SPIRAL,
+            &[], &["model.hidden=[32,32]"], PeakInUse, 0.5, false)
             .because("Narrower layers mean fewer parameters, gradients and optimizer state. Each \
              sample's activations shrink with them."),
     ]),
     entry("model.kind", "model", &["mlp", "cnn", "gru", "lstm", "transformer"],
         "the model family", &[
-        claim("GRU instead of LSTM saves memory", "sort-lstm",
+        claim("GRU instead of LSTM saves memory", &SORT_LSTM,
             &[], &["model.kind=gru"], PeakInUse, 0.9, false)
             .because("A GRU has three gates to an LSTM's four. It keeps fewer intermediate \
              tensors per time step for backward."),
     ]),
     entry("data.seq_len", "sequence length", &[], "tokens per input sequence", &[
-        claim("shorter sequences need less memory", "sort-gru",
-            &["data.seq_len=16"], &["data.seq_len=8"], PeakInUse, 0.75, false)
+        claim("shorter sequences need less memory", &SORT_GRU,
+            &["data.seq_len=8"], &["data.seq_len=4"], PeakInUse, 0.75, false)
             .because("A recurrent model keeps its gates' tensors for every time step. Its \
              activations grow linearly with the sequence's length."),
     ]),
@@ -375,7 +421,8 @@ mod tests {
     fn every_claim_runs_a_valid_config_on_both_sides() {
         for (entry, claim) in claims() {
             for sets in [claim.off, claim.on] {
-                let config = apply_overrides(preset(claim.preset).unwrap(), sets.iter().copied())
+                let all = claim.base.sets.iter().chain(sets.iter()).copied();
+                let config = apply_overrides(preset(claim.base.preset).unwrap(), all)
                     .unwrap_or_else(|err| panic!("{}: {err}", entry.field));
                 config
                     .validate()

@@ -1,0 +1,488 @@
+//! The lessons: each folklore claim of the catalog as a card that runs the claim's two runs (the
+//! same configs as `vramlab claims`, from `engine::claims::side_config`) on this page's adapter,
+//! overlays them on a chart and gives the engine's verdict with its figures and the reason it
+//! came out so. "Run all lessons" runs every card in turn; its table exports as JSON or CSV and
+//! travels as a URL (`#lessons=` and a letter per claim).
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde::Serialize;
+use vramlab::engine::claims::{
+    Bench, Judgement, Measure, Verdict, budget_for, cannot_run, judge, judge_budget, side_config,
+};
+use vramlab::engine::outcome::OutOfMemory;
+use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
+use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
+
+use crate::app::{download, mib};
+use crate::charts::{LineChart, Series};
+use crate::config_panel::Editor;
+use crate::session::{Session, now_ms, yield_to_browser};
+
+/// Set while lessons run: the page's own Start waits, since both would share the device.
+#[derive(Clone, Copy)]
+pub struct LessonsRunning(pub RwSignal<bool>);
+
+/// Every claim of the catalog, in the order the CLI's report runs them.
+fn all_claims() -> Vec<(&'static Entry, &'static Claim)> {
+    catalog::claims().collect()
+}
+
+/// The card id of `entry`'s `claim`, for the links from the strategy fields. Found by field and
+/// folklore: the catalog is a `const`, so its claims have no one address to compare.
+pub fn card_id(entry: &Entry, claim: &Claim) -> Option<String> {
+    catalog::claims()
+        .position(|(e, c)| e.field == entry.field && c.folklore == claim.folklore)
+        .map(|i| format!("lesson-{i}"))
+}
+
+/// Scroll the element with `id` into view (a button, so the URL keeps the configuration).
+pub fn scroll_to(id: &str) {
+    if let Some(element) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+    {
+        element.scroll_into_view();
+    }
+}
+
+/// One card's outcome, as the summary table, the exports and the URL carry it.
+#[derive(Clone, Debug, Serialize)]
+struct Row {
+    field: &'static str,
+    claim: &'static str,
+    base: String,
+    metric: &'static str,
+    verdict: Verdict,
+    reason: String,
+    mechanism: &'static str,
+    off: Option<Measure>,
+    on: Option<Measure>,
+    seconds: f64,
+}
+
+/// What a card shows: its row and the runs for the chart (empty when not run here).
+#[derive(Clone, Debug)]
+struct Outcome {
+    row: Row,
+    off: Option<Timeline>,
+    on: Option<Timeline>,
+}
+
+/// The whole table, exported.
+#[derive(Serialize)]
+struct Report<'a> {
+    adapter: String,
+    seconds: f64,
+    rows: Vec<&'a Row>,
+}
+
+/// A run that ends in out of memory keeps its reason.
+enum Ran {
+    Fit(Box<Timeline>),
+    OutOfMemory(Box<OutOfMemory>),
+}
+
+/// Train `config` to its end, handing the page back to the browser between steps.
+async fn train(config: RunConfig, gpu: &Gpu) -> Result<Ran, EngineError> {
+    let mut run = Run::new(config, gpu)?;
+    while !run.is_finished() {
+        match run.step().await {
+            Ok(_) => {}
+            Err(EngineError::OutOfMemory(oom)) => return Ok(Ran::OutOfMemory(oom)),
+            Err(err) => return Err(err),
+        }
+        yield_to_browser().await;
+    }
+    Ok(Ran::Fit(Box::new(run.finish().await?)))
+}
+
+/// A run the lesson needs to fit (every one but the budget claim's own).
+async fn fitted(config: RunConfig, gpu: &Gpu) -> Result<Timeline, String> {
+    match train(config, gpu).await.map_err(|err| err.to_string())? {
+        Ran::Fit(timeline) => Ok(*timeline),
+        Ran::OutOfMemory(oom) => Err(format!(
+            "out of memory without a budget: {}",
+            oom.headline()
+        )),
+    }
+}
+
+async fn side(claim: &Claim, sets: &[&str], gpu: &Gpu) -> Result<Vec<Timeline>, String> {
+    let config = side_config(claim, sets, None).map_err(|err| err.to_string())?;
+    let mut runs = Vec::new();
+    for _ in 0..claim.metric.runs_per_side() {
+        runs.push(fitted(config.clone(), gpu).await?);
+    }
+    Ok(runs)
+}
+
+/// The claim's runs and the engine's verdict on them; the chart gets the first run a side.
+async fn measure(
+    claim: &Claim,
+    gpu: &Gpu,
+) -> Result<(Judgement, Option<Timeline>, Option<Timeline>), String> {
+    let off = side(claim, claim.off, gpu).await?;
+    if claim.metric == Metric::StopsUnderBudget {
+        let budget = budget_for(&off[0].summary);
+        let config = side_config(claim, claim.on, Some(budget)).map_err(|err| err.to_string())?;
+        let stopped = match train(config, gpu).await.map_err(|err| err.to_string())? {
+            Ran::OutOfMemory(oom) => Some(oom),
+            Ran::Fit(_) => None,
+        };
+        let after = side(claim, claim.off, gpu).await?;
+        let judgement = judge_budget(budget, stopped.as_deref(), &after[0].summary);
+        return Ok((judgement, off.into_iter().next(), after.into_iter().next()));
+    }
+    let on = side(claim, claim.on, gpu).await?;
+    let judgement = judge(claim, &off, &on);
+    Ok((judgement, off.into_iter().next(), on.into_iter().next()))
+}
+
+async fn run_lesson(entry: &'static Entry, claim: &'static Claim, gpu: &Gpu) -> Outcome {
+    let started = now_ms();
+    let bench = Bench {
+        shader_f16: gpu.adapter.shader_f16,
+        synced_steps: false,
+        device_per_run: false,
+    };
+    let row = |verdict, reason: String, off, on| Row {
+        field: entry.field,
+        claim: claim.folklore,
+        base: claim.base.label(),
+        metric: claim.metric.name(),
+        verdict,
+        reason,
+        mechanism: claim.mechanism,
+        off,
+        on,
+        seconds: (now_ms() - started) / 1000.0,
+    };
+    if let Some(why) = cannot_run(entry, claim, bench) {
+        return Outcome {
+            row: row(Verdict::NotRunHere, why, None, None),
+            off: None,
+            on: None,
+        };
+    }
+    match measure(claim, gpu).await {
+        Ok((judgement, off, on)) => Outcome {
+            row: row(
+                judgement.verdict,
+                judgement.reason,
+                judgement.off,
+                judgement.on,
+            ),
+            off,
+            on,
+        },
+        Err(err) => Outcome {
+            row: row(Verdict::NotMeasured, err, None, None),
+            off: None,
+            on: None,
+        },
+    }
+}
+
+/// A verdict as one letter, for the shared URL.
+fn letter(verdict: Option<Verdict>) -> char {
+    match verdict {
+        Some(Verdict::Holds) => 'h',
+        Some(Verdict::HoldsPartly) => 'p',
+        Some(Verdict::DoesNotHoldHere) => 'd',
+        Some(Verdict::NotRunHere) => 'n',
+        Some(Verdict::NotMeasured) => 'm',
+        None => '-',
+    }
+}
+
+fn from_letter(c: char) -> Option<Verdict> {
+    match c {
+        'h' => Some(Verdict::Holds),
+        'p' => Some(Verdict::HoldsPartly),
+        'd' => Some(Verdict::DoesNotHoldHere),
+        'n' => Some(Verdict::NotRunHere),
+        'm' => Some(Verdict::NotMeasured),
+        _ => None,
+    }
+}
+
+/// The verdicts a shared URL carries (`lessons=` a letter per claim), or why they were refused.
+pub fn shared_verdicts(letters: &str) -> Result<Vec<Option<Verdict>>, String> {
+    let count = catalog::claims().count();
+    let verdicts: Vec<Option<Verdict>> = letters.chars().map(from_letter).collect();
+    let known = letters
+        .chars()
+        .all(|c| c == '-' || from_letter(c).is_some());
+    if letters.chars().count() != count || !known {
+        return Err(format!(
+            "URL: lessons must be {count} letters from h, p, d, n, m and - (one per claim), not '{letters}'"
+        ));
+    }
+    Ok(verdicts)
+}
+
+fn csv_field(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+fn csv(rows: &[&Row]) -> String {
+    let mut out = String::from("field,claim,metric,verdict,off_median,on_median,seconds,reason\n");
+    let median = |m: &Option<Measure>| m.as_ref().map_or(String::new(), |m| m.median.to_string());
+    for row in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{:.1},{}\n",
+            row.field,
+            csv_field(row.claim),
+            row.metric,
+            row.verdict,
+            median(&row.off),
+            median(&row.on),
+            row.seconds,
+            csv_field(&row.reason)
+        ));
+    }
+    out
+}
+
+/// The two runs of a card: bytes in use at each step's high-water mark, without and with the tip.
+fn chart_series(off: &Option<Timeline>, on: &Option<Timeline>, budget: bool) -> Vec<Series> {
+    let line = |timeline: &Timeline, name: &str, color: &'static str, dashed: bool| Series {
+        name: name.to_string(),
+        color,
+        points: timeline
+            .steps
+            .iter()
+            .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
+            .collect(),
+        dashed,
+    };
+    let on_name = if budget {
+        "the run after the stop"
+    } else {
+        "with the tip"
+    };
+    off.iter()
+        .map(|t| line(t, "without the tip", "#6b7280", false))
+        .chain(on.iter().map(|t| line(t, on_name, "#2563eb", true)))
+        .collect()
+}
+
+/// The playground set up as the card's run with the tip.
+fn open_in_playground(editor: Editor, claim: &Claim) {
+    editor.load_preset(claim.base.preset);
+    if let Ok(config) = side_config(claim, claim.on, None) {
+        editor.config.set(config);
+    }
+    scroll_to("data-panel");
+}
+
+#[component]
+pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> impl IntoView {
+    let session = expect_context::<Session>();
+    let LessonsRunning(running) = expect_context::<LessonsRunning>();
+    let status = session.live.status;
+    let claims = all_claims();
+    let count = claims.len();
+    let outcomes: RwSignal<Vec<Option<Outcome>>> = RwSignal::new(vec![None; count]);
+    let current: RwSignal<Option<usize>> = RwSignal::new(None);
+    let done: RwSignal<usize> = RwSignal::new(0);
+    let all_seconds: RwSignal<Option<f64>> = RwSignal::new(None);
+    let busy = move || running.get() || status.get().busy();
+
+    // Run the cards `indices` in turn on this page's device.
+    let run = move |indices: Vec<usize>| {
+        session.reset();
+        running.set(true);
+        done.set(0);
+        all_seconds.set(None);
+        let started = now_ms();
+        let total = indices.len();
+        spawn_local(async move {
+            let pool = RunConfig::default().strategies.memory_pool;
+            let Some(gpu) = session.gpu(pool).await else {
+                running.set(false);
+                return;
+            };
+            for i in indices {
+                let (entry, claim) = all_claims()[i];
+                current.set(Some(i));
+                let outcome = run_lesson(entry, claim, &gpu).await;
+                outcomes.update(|o| o[i] = Some(outcome));
+                done.update(|d| *d += 1);
+            }
+            current.set(None);
+            if total > 1 {
+                all_seconds.set(Some((now_ms() - started) / 1000.0));
+            }
+            running.set(false);
+        });
+    };
+
+    let rows = move || -> Vec<Row> {
+        outcomes.with(|o| o.iter().flatten().map(|o| o.row.clone()).collect())
+    };
+    let export_json = move |_| {
+        let rows = rows();
+        let report = Report {
+            adapter: session
+                .live
+                .adapter
+                .with_untracked(|a| a.as_ref().map(|a| a.name.clone()).unwrap_or_default()),
+            seconds: all_seconds.get_untracked().unwrap_or_default(),
+            rows: rows.iter().collect(),
+        };
+        if let Ok(json) = serde_json::to_string_pretty(&report) {
+            download("vramlab-lessons.json", "application/json", &json);
+        }
+    };
+    let export_csv = move |_| {
+        let rows = rows();
+        download(
+            "vramlab-lessons.csv",
+            "text/csv",
+            &csv(&rows.iter().collect::<Vec<_>>()),
+        );
+    };
+    let share = move || {
+        let letters: String = outcomes.with(|o| {
+            o.iter()
+                .map(|o| letter(o.as_ref().map(|o| o.row.verdict)))
+                .collect()
+        });
+        format!("#lessons={letters}")
+    };
+    let shared_note = shared.as_ref().map(|verdicts| {
+        let holds = verdicts
+            .iter()
+            .filter(|v| **v == Some(Verdict::Holds))
+            .count();
+        format!(
+            "A shared link's verdicts are shown in the table (\"from the link\") until these \
+             lessons run here: {holds} of {count} held where they were run."
+        )
+    });
+    let shared = StoredValue::new(shared);
+
+    let summary = move || {
+        all_claims()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (entry, claim))| {
+                let outcome = move || outcomes.with(|o| o[i].clone());
+                let from_link = move || shared.with_value(|s| s.as_ref().and_then(|s| s[i]));
+                let verdict = move || match outcome() {
+                    Some(o) => o.row.verdict.to_string(),
+                    None => from_link().map_or(String::new(), |v| format!("{v} (from the link)")),
+                };
+                let figures = move || {
+                    outcome().map_or(String::new(), |o| match (o.row.off, o.row.on) {
+                        (Some(a), Some(b)) if a.median > 0.0 => {
+                            format!("{:.2}x", b.median / a.median)
+                        }
+                        _ => String::new(),
+                    })
+                };
+                let data_verdict =
+                    move || outcome().map(|o| letter(Some(o.row.verdict)).to_string());
+                view! {
+                    <tr data-field=entry.field data-claim=claim.folklore data-verdict=data_verdict>
+                        <td><code>{entry.field}</code></td>
+                        <td>{claim.folklore}</td>
+                        <td class="verdict">{verdict}</td>
+                        <td>{figures}</td>
+                        <td>{move || outcome().map(|o| format!("{:.1}", o.row.seconds))}</td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+
+    let cards = claims
+        .into_iter()
+        .enumerate()
+        .map(|(i, (entry, claim))| {
+            let outcome = move || outcomes.with(|o| o[i].clone());
+            let budget = claim.metric == Metric::StopsUnderBudget;
+            let series = Signal::derive(move || {
+                outcomes.with(|o| {
+                    o[i].as_ref()
+                        .map(|o| chart_series(&o.off, &o.on, budget))
+                        .unwrap_or_default()
+                })
+            });
+            let sides = format!(
+                "without: {} · with: {}",
+                if claim.off.is_empty() { "no change".to_string() } else { claim.off.join(", ") },
+                if claim.on.is_empty() { "a budget of half the high-water in use".to_string() } else { claim.on.join(", ") },
+            );
+            let verdict = move || {
+                if current.get() == Some(i) {
+                    return view! { <p class="verdict running">"running…"</p> }.into_any();
+                }
+                match outcome() {
+                    Some(o) => view! {
+                        <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()>
+                            <strong>{o.row.verdict.to_string()}</strong> ": " {o.row.reason.clone()}
+                        </p>
+                    }
+                    .into_any(),
+                    None => view! { <p class="verdict">"not run yet"</p> }.into_any(),
+                }
+            };
+            view! {
+                <article class="lesson" id=format!("lesson-{i}") data-field=entry.field>
+                    <h3>{claim.folklore}</h3>
+                    <p class="explain"><code>{entry.field}</code> " on " {claim.base.label()} ", "
+                        {claim.steps} " steps, " {claim.metric.name()} ". " {sides}</p>
+                    <button class="run-lesson" disabled=busy on:click=move |_| run(vec![i])>"Run this lesson"</button>
+                    " "
+                    <button class="open-lesson" on:click=move |_| open_in_playground(editor, claim)>
+                        "Open in the playground"
+                    </button>
+                    {verdict}
+                    <p class="mechanism">{claim.mechanism}</p>
+                    {move || (!series.with(Vec::is_empty)).then(|| view! {
+                        <LineChart title="high-water in use per step" unit="MiB" series=series
+                            id=format!("lesson-chart-{i}") />
+                    })}
+                </article>
+            }
+        })
+        .collect_view();
+
+    view! {
+        <section class="panel" id="lessons">
+            <h2>"Lessons"</h2>
+            <p class="explain">
+                "Each card is a piece of out-of-memory folklore, run without and with the tip on \
+                 this browser's GPU (the same runs as " <code>"vramlab claims"</code> "), judged \
+                 on the figure the claim is about: a verdict needs a difference beyond the \
+                 steps' spread."
+            </p>
+            {shared_note.map(|n| view! { <p class="note" id="lessons-shared">{n}</p> })}
+            <button id="run-all-lessons" disabled=busy on:click=move |_| run((0..count).collect())>
+                "Run all lessons"
+            </button>
+            " "
+            <progress id="lessons-progress" max=count value=move || done.get()></progress>
+            <span id="lessons-status" class="status">{move || {
+                let seconds = all_seconds.get().map(|s| format!(", all in {s:.1} s")).unwrap_or_default();
+                let now = current.get().map(|i| format!(": {}", all_claims()[i].1.folklore)).unwrap_or_default();
+                format!(" {} of {count} run{now}{seconds}", outcomes.with(|o| o.iter().flatten().count()))
+            }}</span>
+            <table class="lessons-summary" id="lessons-summary">
+                <thead><tr><th>"field"</th><th>"claim"</th><th>"verdict"</th><th>"with / without"</th><th>"s"</th></tr></thead>
+                <tbody>{summary}</tbody>
+            </table>
+            <p>
+                <button id="lessons-json" on:click=export_json>"Export JSON"</button>
+                " "
+                <button id="lessons-csv" on:click=export_csv>"Export CSV"</button>
+                " "
+                <a id="lessons-share" href=share title="this table's verdicts as a link">"Link to these verdicts"</a>
+            </p>
+            {cards}
+        </section>
+    }
+}
