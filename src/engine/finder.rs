@@ -460,6 +460,14 @@ async fn vramlab_search<R: TrialRunner>(
     let factor =
         need_at(trials.measured(small).expect("just run")) / predicted_peak(small).max(1.0);
     let guess = solve(factor).clamp(good, bad.map_or(hi, |b| b - n));
+    // A calibration that had to halve has bracketed the answer within a factor of two:
+    // bisecting that takes about log2(B) trials, no more than an exact guess would leave, and a
+    // guess taken where the pool's pages bind (reserved far above in use at the small batch)
+    // can land far below the answer and need a gallop before the bisection.
+    if let Some(bad) = bad {
+        let found = bisect(trials, Some(good), bad, lo, n).await?;
+        return Ok((found, Some(guess)));
+    }
 
     // Bracket the answer around the guess with steps of an eighth of it, doubling, so a guess
     // within 12% is bracketed by one more trial and the bisection after it takes about
