@@ -245,18 +245,31 @@ fn csv(rows: &[&Row]) -> String {
     out
 }
 
-/// The two runs of a card: bytes in use at each step's high-water mark, without and with the tip.
-fn chart_series(off: &Option<Timeline>, on: &Option<Timeline>, budget: bool) -> Vec<Series> {
+/// The two runs of a card: bytes in use at each step's high-water mark (at each evaluation's,
+/// for a claim about evaluation), without and with the tip.
+fn chart_series(off: &Option<Timeline>, on: &Option<Timeline>, metric: Metric) -> Vec<Series> {
+    let points = |timeline: &Timeline| -> Vec<(f64, f64)> {
+        if metric == Metric::EvalPeak {
+            timeline
+                .evals
+                .iter()
+                .map(|e| (e.step as f64, mib(e.high_water.in_use_bytes)))
+                .collect()
+        } else {
+            timeline
+                .steps
+                .iter()
+                .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
+                .collect()
+        }
+    };
     let line = |timeline: &Timeline, name: &str, color: &'static str, dashed: bool| Series {
         name: name.to_string(),
         color,
-        points: timeline
-            .steps
-            .iter()
-            .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
-            .collect(),
+        points: points(timeline),
         dashed,
     };
+    let budget = metric == Metric::StopsUnderBudget;
     let on_name = if budget {
         "the run after the stop"
     } else {
@@ -403,14 +416,18 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
         .enumerate()
         .map(|(i, (entry, claim))| {
             let outcome = move || outcomes.with(|o| o[i].clone());
-            let budget = claim.metric == Metric::StopsUnderBudget;
             let series = Signal::derive(move || {
                 outcomes.with(|o| {
                     o[i].as_ref()
-                        .map(|o| chart_series(&o.off, &o.on, budget))
+                        .map(|o| chart_series(&o.off, &o.on, claim.metric))
                         .unwrap_or_default()
                 })
             });
+            let chart_title = if claim.metric == Metric::EvalPeak {
+                "high-water in use per evaluation"
+            } else {
+                "high-water in use per step"
+            };
             let sides = format!(
                 "without: {} · with: {}",
                 if claim.off.is_empty() { "no change".to_string() } else { claim.off.join(", ") },
@@ -443,7 +460,7 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
                     {verdict}
                     <p class="mechanism">{claim.mechanism}</p>
                     {move || (!series.with(Vec::is_empty)).then(|| view! {
-                        <LineChart title="high-water in use per step" unit="MiB" series=series
+                        <LineChart title=chart_title unit="MiB" series=series
                             id=format!("lesson-chart-{i}") />
                     })}
                 </article>
