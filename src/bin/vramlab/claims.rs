@@ -191,8 +191,12 @@ fn mib_pair(off: Option<u64>, on: Option<u64>) -> String {
 
 /// The report as a Markdown table.
 pub fn markdown(report: &Report) -> String {
-    let mut bases: Vec<&str> = report.rows.iter().map(|row| row.base.as_str()).collect();
-    bases.dedup();
+    let mut bases: Vec<&str> = Vec::new();
+    for row in &report.rows {
+        if !bases.contains(&row.base.as_str()) {
+            bases.push(&row.base);
+        }
+    }
     let mut out = format!(
         "# vramlab claims report\n\nAdapter: {}. Each claim: the same base run and seed without \
          the tip (off) and with it (on); the claim's figure is the median over the steps after \

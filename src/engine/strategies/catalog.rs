@@ -390,9 +390,8 @@ pub const CATALOG: &[Entry] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::claims::side_config;
     use crate::engine::config::{RunConfig, Strategies};
-    use crate::engine::overrides::apply_overrides;
-    use crate::engine::presets::preset;
 
     #[test]
     fn every_strategy_field_has_one_entry_and_every_entry_names_a_field() {
@@ -421,11 +420,7 @@ mod tests {
     fn every_claim_runs_a_valid_config_on_both_sides() {
         for (entry, claim) in claims() {
             for sets in [claim.off, claim.on] {
-                let all = claim.base.sets.iter().chain(sets.iter()).copied();
-                let config = apply_overrides(preset(claim.base.preset).unwrap(), all)
-                    .unwrap_or_else(|err| panic!("{}: {err}", entry.field));
-                config
-                    .validate()
+                side_config(claim, sets, None)
                     .unwrap_or_else(|err| panic!("{} {sets:?}: {err}", entry.field));
             }
         }
