@@ -14,6 +14,7 @@ pub mod finder;
 pub mod fused;
 pub mod memory;
 pub mod models;
+pub mod ops;
 pub mod outcome;
 pub mod overrides;
 pub mod phase;

@@ -16,7 +16,7 @@ use super::memory::largest::{Oversized, oversized};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
 use super::overrides::apply_override;
 use super::phase::Phase;
-use super::train::{PredictedBytes, Run, Timeline};
+use super::train::{KeptBytes, PredictedBytes, Run, Timeline};
 use super::validate::Purpose;
 
 /// Training steps a plan follows: the optimizer's state first exists in the first, and the
@@ -55,6 +55,9 @@ pub struct Plan {
     /// The out-of-memory's suggestions, each planned under the same budget.
     pub suggestions: Vec<CheckedSuggestion>,
     pub fallbacks: Vec<Fallback>,
+    /// A transformer's forward pass: what each op leaves for backward (`Summary::kept_by_op`).
+    #[serde(default)]
+    pub kept_by_op: Vec<KeptBytes>,
     /// Tensors of this config larger than one page of this adapter's pools (its largest
     /// binding): the pools refuse them in a dry run as in a real one, so when this is not
     /// empty the figures leave them out and are a lower bound.
@@ -174,6 +177,7 @@ pub async fn plan(
         predicted_peak_bytes: summary.predicted_peak_bytes,
         predicted: summary.predicted.clone(),
         fallbacks: summary.fallbacks.clone(),
+        kept_by_op: summary.kept_by_op.clone(),
         oversized: oversized(&config, &gpu.adapter),
         budget_bytes,
         fits,

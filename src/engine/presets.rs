@@ -49,6 +49,11 @@ pub const PRESETS: &[Preset] = &[
         purpose: "the same task with a tiny transformer encoder: attention scores grow as L^2",
         json: include_str!("presets/sort-transformer.json"),
     },
+    Preset {
+        name: "sort-gpt",
+        purpose: "the same task as a tiny GPT-2-style decoder: causal attention, next-token loss",
+        json: include_str!("presets/sort-gpt.json"),
+    },
 ];
 
 /// Models of the sizes people train, for `vramlab plan`: far bigger than a playground (and than
@@ -56,8 +61,8 @@ pub const PRESETS: &[Preset] = &[
 pub const PLAN_PRESETS: &[Preset] = &[
     Preset {
         name: "gpt2-small",
-        purpose: "GPT-2 small's shape: 12 layers, width 768, 1024 positions (512 tokens, 512 \
-                  queries), its 50257-token vocabulary",
+        purpose: "GPT-2 small as it is: a 12-layer decoder, width 768, 1024 positions, 50257 \
+                  tokens, tied embeddings (124,439,808 parameters)",
         json: include_str!("presets/gpt2-small.json"),
     },
     Preset {

@@ -154,6 +154,16 @@ fn model(config: &RunConfig) -> Check {
             ),
         ));
     }
+    if model.decoder && model.kind != ModelKind::Transformer {
+        return Err(ConfigError::invalid(
+            "model.decoder",
+            format!(
+                "only a transformer can be a decoder (model.kind = {}); set model.kind = \
+                 transformer or model.decoder = false",
+                model.kind.name()
+            ),
+        ));
+    }
     match model.kind {
         ModelKind::Mlp => {
             int_in("model.hidden", model.hidden.len(), limits::HIDDEN_LAYERS).map_err(|_| {

@@ -41,6 +41,19 @@ pub enum Command {
     /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
     /// for each model family.
     BenchAnalytic,
+    /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
+    /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
+    BenchAttention(BenchAttentionArgs),
+}
+
+#[derive(Args, Debug, Default)]
+pub struct BenchAttentionArgs {
+    /// Only the plans (no GPU needed).
+    #[arg(long)]
+    pub plans: bool,
+    /// Only the timed steps on this machine's GPU.
+    #[arg(long)]
+    pub steps: bool,
 }
 
 /// Where a config comes from: a preset or a file, then overrides and a budget.

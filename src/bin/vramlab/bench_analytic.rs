@@ -84,6 +84,33 @@ const GRID: &[(&str, &str, &str)] = &[
         "model.width=128 model.layers=3 model.ff=512 data.seq_len=64 batch_size=32",
     ),
     ("transformer", "gpt2-small", ""),
+    // Fused attention and loss (`engine::ops`), and the decoder, at both settings.
+    (
+        "transformer",
+        "sort-transformer",
+        "data.seq_len=64 batch_size=32 strategies.attention=fused",
+    ),
+    (
+        "transformer",
+        "sort-transformer",
+        "data.vocab=4096 batch_size=32 strategies.cross_entropy=fused",
+    ),
+    ("transformer", "sort-gpt", ""),
+    (
+        "transformer",
+        "sort-gpt",
+        "data.seq_len=64 strategies.attention=fused strategies.cross_entropy=fused",
+    ),
+    (
+        "transformer",
+        "gpt2-small",
+        "strategies.attention=fused strategies.cross_entropy=fused",
+    ),
+    (
+        "transformer",
+        "gpt2-small",
+        "batch_size=2 data.seq_len=2048 strategies.attention=fused strategies.cross_entropy=fused",
+    ),
 ];
 
 /// Printed after a figure off by more than the tolerance.

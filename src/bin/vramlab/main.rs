@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod bench_analytic;
+mod bench_attention;
 mod claims;
 mod exit;
 mod files;
@@ -39,6 +40,10 @@ fn main() -> ExitCode {
         Some(Command::BenchAnalytic) => engine::device::planner()
             .map_err(anyhow::Error::from)
             .and_then(|gpu| bench_analytic::run(&gpu)),
+        Some(Command::BenchAttention(args)) => {
+            let both = !args.plans && !args.steps;
+            bench_attention::run(args.plans || both, args.steps || both)
+        }
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),

@@ -88,6 +88,21 @@ fn print_table(plan: &Plan) {
         size(plan.weight_bytes)
     );
     println!("high-water taken {}", plan.high_water_is);
+    if !plan.kept_by_op.is_empty() {
+        let total: u64 = plan.kept_by_op.iter().map(|k| k.bytes).sum();
+        println!(
+            "\nkept for backward by one training forward pass ({}), by the op that made it:",
+            size(total)
+        );
+        for kept in &plan.kept_by_op {
+            println!(
+                "  {:<60} {:>12} {:>5.1}%",
+                kept.op.name(),
+                size(kept.bytes),
+                100.0 * kept.bytes as f64 / total.max(1) as f64
+            );
+        }
+    }
     if !plan.oversized.is_empty() {
         let listed: Vec<String> = plan
             .oversized

@@ -192,6 +192,10 @@ pub struct ModelConfig {
     pub heads: usize,
     /// Transformer: width of the feed-forward block.
     pub ff: usize,
+    /// Transformer: a GPT-2-style decoder (causal attention, pre-norm blocks, a final
+    /// LayerNorm, output tied to the token embedding, next-token loss on every position)
+    /// instead of an encoder that answers at the query positions.
+    pub decoder: bool,
 }
 
 impl Default for ModelConfig {
@@ -205,6 +209,7 @@ impl Default for ModelConfig {
             layers: 2,
             heads: 4,
             ff: 128,
+            decoder: false,
         }
     }
 }
@@ -333,6 +338,32 @@ pub struct Strategies {
     /// Run the step through burn's ops and autodiff (`burn`), or, for a ReLU MLP, through
     /// vramlab's own fused WGSL kernels (`fused`: 3L + 1 dispatches a step, no graph).
     pub kernels: Kernels,
+    /// A transformer's attention: scores, softmax and weighted sum as separate tensors that
+    /// autodiff keeps (`naive`, burn's `MultiHeadAttention`), or one op that keeps the output
+    /// and a log-sum-exp per row and recomputes the scores in backward (`fused`).
+    pub attention: OpPath,
+    /// The loss: burn's `log_softmax` then `gather` (`naive`), or one op that keeps the logits
+    /// and a log-sum-exp per row (`fused`).
+    pub cross_entropy: OpPath,
+}
+
+/// Whether an op runs as burn's separate ops (`naive`) or as one of vramlab's fused ops
+/// (`engine::ops`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OpPath {
+    #[default]
+    Naive,
+    Fused,
+}
+
+impl OpPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Naive => "naive",
+            Self::Fused => "fused",
+        }
+    }
 }
 
 impl Strategies {
@@ -399,6 +430,8 @@ impl Default for Strategies {
             memory_pool: MemoryPool::Subslices,
             weight_dtype: WeightDtype::F32,
             kernels: Kernels::Burn,
+            attention: OpPath::Naive,
+            cross_entropy: OpPath::Naive,
         }
     }
 }

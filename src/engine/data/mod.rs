@@ -62,6 +62,9 @@ pub struct Dataset {
     pub classes: usize,
     /// Targets per sample (1, or `seq_len` for sequence tasks).
     pub targets_per_sample: usize,
+    /// Targets of a sample before this index are trained on but not scored: a decoder's
+    /// next-token targets over the task's own input (see [`Dataset::next_token`]).
+    pub scored_from: usize,
 }
 
 /// `(train, test)` sample counts for a data config; validation uses it before generating.
@@ -104,6 +107,7 @@ impl Dataset {
             test: split(test),
             classes,
             targets_per_sample,
+            scored_from: 0,
         }
     }
 
@@ -130,6 +134,7 @@ impl Dataset {
                     test: to_split(&points[train_len..]),
                     classes: 2,
                     targets_per_sample: 1,
+                    scored_from: 0,
                 })
             }
             InputKind::Images => {
@@ -149,6 +154,7 @@ impl Dataset {
                     test: to_split(&rows[train_len..]),
                     classes: 10,
                     targets_per_sample: 1,
+                    scored_from: 0,
                 })
             }
             InputKind::Tokens => {
@@ -168,9 +174,39 @@ impl Dataset {
                     test: to_split(&rows[train_len..]),
                     classes: data.vocab,
                     targets_per_sample: data.seq_len,
+                    scored_from: 0,
                 })
             }
         }
+    }
+}
+
+impl Dataset {
+    /// A decoder's view of a sequence task: each sample becomes one token stream
+    /// `x_1..x_L, q, y_1..y_L` (`q` the query id), read as the input `stream[..2L]` with the
+    /// next token `stream[1..]` as the target at every position: a language model's loss. Only
+    /// the answers `y` are scored.
+    pub fn next_token(mut self) -> Self {
+        let length = self.targets_per_sample;
+        for split in [&mut self.train, &mut self.test] {
+            if let HostInputs::Tokens { values, width } = &mut split.inputs {
+                let mut inputs = Vec::with_capacity(values.len());
+                let mut targets = Vec::with_capacity(values.len());
+                for (sample, answer) in values.chunks(*width).zip(split.targets.chunks(length)) {
+                    let stream: Vec<i64> =
+                        sample[..=length].iter().chain(answer).copied().collect();
+                    inputs.extend_from_slice(&stream[..2 * length]);
+                    targets.extend_from_slice(&stream[1..]);
+                }
+                *values = inputs;
+                split.targets = targets;
+            }
+        }
+        // The query id is a class too: it follows the input.
+        self.classes += 1;
+        self.targets_per_sample = 2 * length;
+        self.scored_from = length;
+        self
     }
 }
 

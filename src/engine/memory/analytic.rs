@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind,
-    RunConfig,
+    OpPath, RunConfig,
 };
 use crate::engine::data::split_sizes;
 use crate::engine::models::cnn_geometry;
@@ -65,8 +65,26 @@ pub(crate) fn data_shape(config: &RunConfig) -> (usize, usize, usize) {
     match data.kind.input_kind() {
         InputKind::Points => (2, 2, 1),
         InputKind::Images => (64, 10, 1),
+        // A decoder predicts the next token, the query id included, at every position.
+        InputKind::Tokens if is_decoder(config) => {
+            (2 * data.seq_len, data.vocab + 1, 2 * data.seq_len)
+        }
         InputKind::Tokens => (2 * data.seq_len, data.vocab, data.seq_len),
     }
+}
+
+fn is_decoder(config: &RunConfig) -> bool {
+    config.model.kind == ModelKind::Transformer && config.model.decoder
+}
+
+/// Bytes of the fused ops' blocks (`engine::ops`): at most this much of a score or logit
+/// tensor exists at once.
+fn attention_block(full: u64) -> u64 {
+    full.min(crate::engine::ops::attention::BLOCK_SCORE_BYTES as u64)
+}
+
+fn loss_block(full: u64) -> u64 {
+    full.min(crate::engine::ops::cross_entropy::BLOCK_BYTES as u64)
 }
 
 fn linear_params(inputs: usize, outputs: usize) -> u64 {
@@ -154,7 +172,13 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             // Without a graph the layers' working set is gone by the time the loss runs: the
             // loss holds the logits, their log-softmax and one more logit-sized temporary
             // (GPT-2's 50k-word vocabulary makes that the evaluation's peak).
-            EvalMode::NoGrad => inference_bytes(config, eval_n).max(3 * eval_logits),
+            EvalMode::NoGrad => {
+                inference_bytes(config, eval_n).max(match config.strategies.cross_entropy {
+                    OpPath::Naive => 3 * eval_logits,
+                    // The fused loss reads the logits a block of rows at a time.
+                    OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
+                })
+            }
         };
     let optimizer_state = params * config.optimizer.state_copies();
     let grads = params;
@@ -167,7 +191,11 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     // half logit-sized tensors in plans: 1.9 GiB for GPT-2 small's 50k-word vocabulary at
     // batch 8, nothing to speak of for a few classes.
     let accumulated = if k > 1 { grads } else { 0 };
-    let loss_backward = logits_bytes * 5 / 2;
+    let loss_backward = match config.strategies.cross_entropy {
+        OpPath::Naive => logits_bytes * 5 / 2,
+        // The logits' gradient, formed block by block beside the saved logits.
+        OpPath::Fused => logits_bytes + 2 * loss_block(logits_bytes),
+    };
     let backward = activations
         + accumulated
         + grads
@@ -211,10 +239,14 @@ fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
         // projection, as plans show them) and its feed-forward block (input, hidden before and
         // after the activation).
         ModelKind::Transformer => {
-            let scores = 2 * m.heads as u64 * length * length;
-            let attention = scores + 6 * length * m.width as u64;
-            let feed_forward = length * (m.width as u64 + 2 * m.ff as u64);
-            n * attention.max(feed_forward) * F32
+            let full_scores = n * m.heads as u64 * length * length * F32;
+            let scores = match config.strategies.attention {
+                OpPath::Naive => 2 * full_scores,
+                OpPath::Fused => 2 * attention_block(full_scores),
+            };
+            let attention = scores + 6 * n * length * m.width as u64 * F32;
+            let feed_forward = n * length * (m.width as u64 + 2 * m.ff as u64) * F32;
+            attention.max(feed_forward)
         }
     }
 }
@@ -242,9 +274,14 @@ fn backward_working_set(config: &RunConfig, b: u64) -> u64 {
         }
         ModelKind::Gru | ModelKind::Lstm => 2 * b * length * m.width as u64 * F32,
         ModelKind::Transformer => {
-            let feed_forward = 3 * b * length * m.ff as u64;
-            let scores = 2 * b * m.heads as u64 * length * length;
-            feed_forward.max(scores) * F32
+            let feed_forward = 3 * b * length * m.ff as u64 * F32;
+            let full_scores = b * m.heads as u64 * length * length * F32;
+            let scores = match config.strategies.attention {
+                OpPath::Naive => 2 * full_scores,
+                // Backward forms a block's scores, weights and their gradients.
+                OpPath::Fused => 4 * attention_block(full_scores),
+            };
+            feed_forward.max(scores)
         }
     };
     // Gradients come in the dtype the activations were computed in.
@@ -374,26 +411,48 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
         activation_bytes: 3 * b * length * d * F32,
         output_bytes: 0,
     }];
+    let decoder = is_decoder(config);
     for i in 0..m.layers {
         // Q, K, V, context, projection, two residual sums and two layer norms of [B, L, d];
-        // three score-sized tensors of [B, heads, L, L] (burn's softmax under autodiff is
-        // max, subtract, exp, sum and divide: the exponent and the softmax are kept, and plans
-        // hold a third one alive at the end of forward); the feed-forward hidden before and
-        // after its activation.
-        let per_token = 9 * d + 2 * ff;
-        let scores = 3 * heads * length * length;
+        // the feed-forward hidden before and after its activation. Naive attention adds
+        // three score-sized tensors of [B, heads, L, L] (burn's softmax under autodiff is max,
+        // subtract, exp, sum and divide: the exponent and the softmax are kept, and plans hold
+        // a third one alive at the end of forward), a decoder's masked scores a fourth. Fused
+        // attention keeps its output and one log-sum-exp per row and head instead.
+        let (per_token, scores) = match config.strategies.attention {
+            OpPath::Naive => (
+                9 * d + 2 * ff,
+                (3 + decoder as u64) * heads * length * length,
+            ),
+            OpPath::Fused => (10 * d + 2 * ff + heads, 0),
+        };
         layers.push(LayerEstimate {
-            name: format!("encoder{} d{d} ff{ff} h{heads}", i + 1),
+            name: format!(
+                "{}{} d{d} ff{ff} h{heads}",
+                if decoder { "decoder" } else { "encoder" },
+                i + 1
+            ),
             params: 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d,
             activation_bytes: (b * length * per_token + b * scores) * F32,
             output_bytes: 0,
         });
     }
-    layers.push(LayerEstimate {
-        name: format!("classifier {d}x{classes}"),
-        params: d * classes as u64 + classes as u64,
-        activation_bytes: sequence_logits_kept(config, classes, b),
-        output_bytes: 0,
-    });
+    if decoder {
+        // The final LayerNorm, and logits from the token embedding itself (no parameters of
+        // their own): one logit tensor over every position is kept for the loss.
+        layers.push(LayerEstimate {
+            name: format!("final norm, tied output {d}x{classes}"),
+            params: 2 * d,
+            activation_bytes: (b * length * d + b * length * classes as u64) * F32,
+            output_bytes: 0,
+        });
+    } else {
+        layers.push(LayerEstimate {
+            name: format!("classifier {d}x{classes}"),
+            params: d * classes as u64 + classes as u64,
+            activation_bytes: sequence_logits_kept(config, classes, b),
+            output_bytes: 0,
+        });
+    }
     layers
 }

@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{InputKind, ModelKind, RunConfig};
+use crate::engine::config::{InputKind, ModelKind, OpPath, RunConfig};
 use crate::engine::device::{AdapterInfo, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::error::ConfigError;
 use crate::engine::models::cnn_geometry;
+use crate::engine::ops::attention;
 
 /// A tensor the config makes, by its shape.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -112,10 +113,15 @@ pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
             tensors.push(activation("logits", batch * positions * vocab));
             if model.kind == ModelKind::Transformer {
                 let heads = model.heads as u64;
-                tensors.push(activation(
-                    "attention scores",
-                    batch * heads * positions * positions,
-                ));
+                let scores = batch * heads * positions * positions;
+                match config.strategies.attention {
+                    OpPath::Naive => tensors.push(activation("attention scores", scores)),
+                    // Fused attention forms the scores a block of query rows at a time.
+                    OpPath::Fused => tensors.push(activation(
+                        "a block of attention scores",
+                        scores.min(attention::BLOCK_SCORE_BYTES as u64 / F32),
+                    )),
+                }
             }
         }
     }

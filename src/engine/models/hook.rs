@@ -3,10 +3,57 @@
 
 use burn::nn::activation::Activation;
 use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
 
 pub trait LayerHook {
     /// Apply `activation` to a layer's output `x` and return the activated output.
     fn activate<const D: usize>(&mut self, activation: &Activation, x: Tensor<D>) -> Tensor<D>;
+
+    /// A model that names its ops (the transformer) calls this after each: what is alive now
+    /// beyond what was alive at the previous call is what `op` made and left.
+    fn after(&mut self, _op: Op) {}
+}
+
+/// The ops a transformer's forward pass is made of, as the bytes they leave are grouped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// Token and position embeddings and their sum.
+    Embedding,
+    LayerNorm,
+    /// The linear maps: Q, K, V, the attention's output and the feed-forward's two.
+    Projection,
+    /// Naive attention's scores `Q K^T / sqrt(d)`, masked for a decoder.
+    Scores,
+    /// Naive attention's softmax over the keys.
+    Softmax,
+    /// The attention weights times V, or the whole fused attention op.
+    Attention,
+    /// The feed-forward's activation (GELU).
+    Activation,
+    /// The residual sums.
+    Residual,
+    /// The logits.
+    Logits,
+    /// The cross-entropy loss.
+    Loss,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Embedding => "embedding",
+            Self::LayerNorm => "layer norm",
+            Self::Projection => "projections (Q, K, V, output, feed-forward)",
+            Self::Scores => "attention scores",
+            Self::Softmax => "softmax",
+            Self::Attention => "attention output (naive: weights x V; fused: the whole op)",
+            Self::Activation => "GELU",
+            Self::Residual => "residual sums",
+            Self::Logits => "logits",
+            Self::Loss => "loss",
+        }
+    }
 }
 
 /// The plain forward pass.

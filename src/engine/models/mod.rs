@@ -11,7 +11,7 @@ use burn::nn::activation::ActivationConfig;
 use burn::tensor::{Device, Tensor};
 
 pub use cnn::Cnn;
-pub use hook::{LayerHook, Plain};
+pub use hook::{LayerHook, Op, Plain};
 pub use mlp::Mlp;
 pub use recurrent::Recurrent;
 pub use transformer::{Transformer, TransformerSize};
@@ -94,6 +94,8 @@ impl Model {
                     layers: model.layers,
                     heads: model.heads,
                     ff: model.ff,
+                    decoder: model.decoder,
+                    attention: config.strategies.attention,
                 },
                 data.classes,
                 device,
@@ -112,14 +114,20 @@ impl Model {
     }
 
     /// Logits for every target: `[batch * targets_per_sample, classes]`. Sequence models answer
-    /// only at the query positions (the second half of the input). The MLP and the CNN apply
+    /// only at the query positions (the second half of the input), except a decoder, which
+    /// predicts the next token at every position. The MLP and the CNN apply
     /// their activations through `hook`; the recurrent and attention layers are burn's own.
     pub fn forward(&self, inputs: &BatchInputs, hook: &mut impl LayerHook) -> Tensor<2> {
         match (self, inputs) {
             (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone(), hook),
             (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone(), hook),
             (Self::Recurrent(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
-            (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone())),
+            (Self::Transformer(m), BatchInputs::Tokens(t)) if m.is_decoder() => {
+                let per_position = m.forward(t.clone(), hook);
+                let [batch, length, classes] = per_position.dims();
+                per_position.reshape([batch * length, classes])
+            }
+            (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone(), hook)),
             _ => unreachable!("validation pairs every model with an input it takes"),
         }
     }

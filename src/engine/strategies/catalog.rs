@@ -105,6 +105,20 @@ const SORT_GRU: Base = Base {
     sets: SORT,
 };
 
+/// The sort task's transformer on 64-token sequences (128 positions), batches of 32: each
+/// layer's attention scores, `[32, 4, 128, 128]`, outweigh its other activations.
+const LONG_SORT: Base = Base {
+    preset: "sort-transformer",
+    sets: &["data.seq_len=64", "batch_size=32", "eval_batch_size=64"],
+};
+
+/// The sort task's transformer over a 4,096-token vocabulary, batches of 32: the logits and
+/// the loss's intermediates, `[32 x 16, 4,096]` each, are the largest tensors of the step.
+const WIDE_VOCAB: Base = Base {
+    preset: "sort-transformer",
+    sets: &["data.vocab=4096", "batch_size=32", "eval_batch_size=64"],
+};
+
 /// One folklore claim and the two runs that test it.
 #[derive(Debug)]
 pub struct Claim {
@@ -349,6 +363,24 @@ pub const CATALOG: &[Entry] = &[
             .because("The fused step keeps each layer's output and its gradient and nothing else. \
              burn's autodiff also keeps each op's saved inputs and the unfused optimizer's \
              temporaries."),
+    ]),
+    entry("strategies.attention", "attention", &["naive", "fused"],
+        "fused: one op that keeps each row's log-sum-exp and recomputes the scores in backward",
+        &[
+        claim("fused attention keeps no L x L scores", &LONG_SORT,
+            &[], &["strategies.attention=fused"], PeakInUse, 0.8, true)
+            .because("burn's attention keeps the scores and the softmax weights, batch x heads x \
+             L x L each, for backward. The fused op keeps the output and one log-sum-exp per row \
+             and forms the scores again, a block of rows at a time, in backward."),
+    ]),
+    entry("strategies.cross_entropy", "loss", &["naive", "fused"],
+        "fused: one op that keeps the logits and each row's log-sum-exp, nothing vocabulary-sized \
+         of its own", &[
+        claim("a fused loss keeps no vocabulary-sized intermediates", &WIDE_VOCAB,
+            &[], &["strategies.cross_entropy=fused"], PeakInUse, 0.9, true)
+            .because("burn's loss is log_softmax then gather, and autodiff keeps the log-softmax \
+             and its intermediates, each as large as the logits. The fused op keeps the logits \
+             and one number per row and forms the softmax again in backward."),
     ]),
     entry("optimizer", "optimizer", &["sgd", "momentum", "adam"],
         "sgd keeps no state, momentum one velocity per parameter, adam two moments", &[

@@ -8,5 +8,5 @@ mod run;
 mod tap;
 mod trainer;
 
-pub use records::{EvalRecord, PredictedBytes, StepRecord, Summary, Timeline};
+pub use records::{EvalRecord, KeptBytes, PredictedBytes, StepRecord, Summary, Timeline};
 pub use run::{LOSS_READBACK_EVERY, Run, StepOutcome, train};

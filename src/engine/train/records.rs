@@ -9,6 +9,7 @@ use crate::engine::config::{MemorySampling, RunConfig, Strategies};
 use crate::engine::device::AdapterInfo;
 use crate::engine::memory::meter::StepMemory;
 use crate::engine::memory::{Categories, HighWater, MemoryPrediction, MemoryReading, StepTrace};
+use crate::engine::models::Op;
 use crate::engine::outcome::Fallback;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::Report;
@@ -185,6 +186,18 @@ pub struct Summary {
     /// The training step with the highest high-water mark, by what held it.
     #[serde(default)]
     pub high_water_by_category: Option<Categories>,
+    /// A transformer's training forward pass: the bytes it leaves for backward, by the op that
+    /// made them, largest first (allocator readings after each op of one forward pass over a
+    /// training batch, through autodiff). Empty for other models.
+    #[serde(default)]
+    pub kept_by_op: Vec<KeptBytes>,
+}
+
+/// Bytes an op left alive for backward.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeptBytes {
+    pub op: Op,
+    pub bytes: u64,
 }
 
 /// What the run measured besides its steps, and what the strategies report.
@@ -194,6 +207,7 @@ pub(crate) struct Measured {
     pub launches_watched: bool,
     pub completed_step_ms: Option<f64>,
     pub activation_layers_in_use: Vec<u64>,
+    pub kept_by_op: Vec<(Op, u64)>,
     pub weight_bytes: u64,
     /// In use when the run started.
     pub baseline: MemoryReading,
@@ -291,6 +305,11 @@ impl Summary {
                 .filter(|record| record.categories.is_some())
                 .max_by_key(|record| record.categories.map_or(0, |categories| categories.total()))
                 .and_then(|record| record.categories),
+            kept_by_op: measured
+                .kept_by_op
+                .into_iter()
+                .map(|(op, bytes)| KeptBytes { op, bytes })
+                .collect(),
         }
     }
 }

@@ -5,7 +5,7 @@
 use burn::cubecl::dry_run::DryRun;
 use web_time::Instant;
 
-use crate::engine::config::{InputKind, RunConfig};
+use crate::engine::config::{InputKind, ModelKind, RunConfig};
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -103,6 +103,11 @@ impl Run {
         data: Dataset,
         dry_run: Option<DryRun>,
     ) -> Result<Self, EngineError> {
+        let data = if config.model.kind == ModelKind::Transformer && config.model.decoder {
+            data.next_token()
+        } else {
+            data
+        };
         let budget = config
             .budget
             .map(|budget| budget.bytes(gpu.adapter.max_buffer_size));
@@ -331,6 +336,7 @@ impl Run {
     pub async fn finish(mut self) -> Result<Timeline, EngineError> {
         self.read_back_losses().await?;
         let activation_layers_in_use = self.trainer.probe_activations(&mut self.ctx).await?;
+        let kept_by_op = self.trainer.probe_kept_by_op(&mut self.ctx)?;
         let launches_watched = self.ctx.meter.watches_launches();
         let Context {
             config,
@@ -350,6 +356,7 @@ impl Run {
                 launches_watched,
                 completed_step_ms: self.pace.median_ms(),
                 activation_layers_in_use,
+                kept_by_op,
                 weight_bytes: self.setup.parameter,
                 baseline: self.baseline,
                 paged_high_water_bytes: sampler::paged_high_water_bytes(&device),

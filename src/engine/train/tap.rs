@@ -8,7 +8,7 @@ use burn::tensor::Tensor;
 
 use crate::engine::error::EngineError;
 use crate::engine::memory::meter::Meter;
-use crate::engine::models::LayerHook;
+use crate::engine::models::{LayerHook, Op};
 use crate::engine::phase::Phase;
 
 pub(crate) struct LayerTap<'m> {
@@ -65,5 +65,63 @@ impl LayerHook for LayerTap<'_> {
         }
         drop(kept_input);
         output
+    }
+}
+
+/// Bytes a forward pass leaves alive, by the op that made them: the allocator's bytes in use
+/// after each op the model names, less those after the op before. Through autodiff that is
+/// what backward will find; each reading syncs, so this is a probe, not a training pass.
+pub(crate) struct KeptByOp<'m> {
+    meter: &'m mut Meter,
+    last: u64,
+    /// Signed: a later op may free what an earlier one made (the mask, a temporary).
+    kept: std::collections::BTreeMap<Op, i64>,
+    breach: Option<EngineError>,
+}
+
+impl<'m> KeptByOp<'m> {
+    pub fn new(meter: &'m mut Meter) -> Result<Self, EngineError> {
+        let last = meter.peek(Phase::Forward)?.pooled_in_use_bytes;
+        Ok(Self {
+            meter,
+            last,
+            kept: Default::default(),
+            breach: None,
+        })
+    }
+
+    /// Each op's bytes, largest first (ops that left nothing are left out).
+    pub fn finish(self) -> Result<Vec<(Op, u64)>, EngineError> {
+        if let Some(err) = self.breach {
+            return Err(err);
+        }
+        let mut kept: Vec<(Op, u64)> = self
+            .kept
+            .into_iter()
+            .filter(|&(_, bytes)| bytes > 0)
+            .map(|(op, bytes)| (op, bytes as u64))
+            .collect();
+        kept.sort_by_key(|&(_, bytes)| std::cmp::Reverse(bytes));
+        Ok(kept)
+    }
+}
+
+impl LayerHook for KeptByOp<'_> {
+    fn activate<const D: usize>(&mut self, activation: &Activation, x: Tensor<D>) -> Tensor<D> {
+        activation.forward(x)
+    }
+
+    fn after(&mut self, op: Op) {
+        if self.breach.is_some() {
+            return;
+        }
+        match self.meter.peek(Phase::Forward) {
+            Ok(reading) => {
+                let now = reading.pooled_in_use_bytes;
+                *self.kept.entry(op).or_default() += now as i64 - self.last as i64;
+                self.last = now;
+            }
+            Err(err) => self.breach = Some(err),
+        }
     }
 }

@@ -6,16 +6,17 @@ use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
 
-use crate::engine::config::RunConfig;
+use crate::engine::config::{OpPath, RunConfig};
 use crate::engine::data::{Batch, BatchInputs};
 use crate::engine::error::EngineError;
 use crate::engine::memory::MemoryReading;
-use crate::engine::models::{LayerHook, Model, Plain};
+use crate::engine::models::{LayerHook, Model, Op, Plain};
+use crate::engine::ops::cross_entropy;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::Hooks;
 use crate::engine::train::optimizer;
-use crate::engine::train::tap::LayerTap;
+use crate::engine::train::tap::{KeptByOp, LayerTap};
 
 use super::{Context, Evaluation, FirstEvalBatch, add_to, device_error, read_floats};
 
@@ -26,6 +27,8 @@ pub(crate) struct BurnTrainer {
     /// On the training device, and on the device without autodiff (no-grad evaluation).
     loss: CrossEntropyLoss,
     eval_loss: CrossEntropyLoss,
+    /// burn's loss or vramlab's fused one (`strategies.cross_entropy`).
+    cross_entropy: OpPath,
     /// Detached loss tensors not yet read back, with their step index (0-based).
     pending: Vec<(usize, Tensor<1>)>,
 }
@@ -37,6 +40,7 @@ impl BurnTrainer {
             optimizer: optimizer::build(config.optimizer),
             loss: CrossEntropyLossConfig::new().init(device),
             eval_loss: CrossEntropyLossConfig::new().init(inner),
+            cross_entropy: config.strategies.cross_entropy,
             pending: Vec::new(),
         }
     }
@@ -125,7 +129,7 @@ impl BurnTrainer {
             let logits = forward(hooks, model, &batch.inputs, &mut tap);
             tap.finish()?;
             let kept_logits = hooks.keeps_logits().then(|| logits.clone());
-            let mut loss = self.loss.forward(logits, batch.targets);
+            let mut loss = self.loss(&self.loss, logits, batch.targets);
             if pass.len() != picked.len() {
                 // A pass's mean loss counts by its share of the batch, so the summed gradients
                 // are the whole batch's.
@@ -145,6 +149,19 @@ impl BurnTrainer {
             accumulated,
             step_loss.expect("a batch has at least one pass"),
         ))
+    }
+
+    /// The mean cross-entropy, through `burn_loss` (built for the logits' device) or the fused op.
+    fn loss(
+        &self,
+        burn_loss: &CrossEntropyLoss,
+        logits: Tensor<2>,
+        targets: Tensor<1, Int>,
+    ) -> Tensor<1> {
+        match self.cross_entropy {
+            OpPath::Naive => burn_loss.forward(logits, targets),
+            OpPath::Fused => cross_entropy::fused(logits, targets),
+        }
     }
 
     pub fn pending_losses(&self) -> usize {
@@ -216,13 +233,8 @@ impl BurnTrainer {
             // Detached so that, in `autodiff` mode, each batch's graph dies with its logits
             // (the lesson is the graph, not a leak of our own making).
             let batch_loss =
-                (loss_fn.forward(logits.clone(), targets.clone()) * targets_n as f32).detach();
-            let hits = logits
-                .argmax(1)
-                .reshape([targets_n])
-                .equal(targets)
-                .int()
-                .sum();
+                (self.loss(loss_fn, logits.clone(), targets.clone()) * targets_n as f32).detach();
+            let hits = scored_hits(logits, targets, len, per_sample, data.scored_from);
             loss_sum = Some(add_to(loss_sum, batch_loss));
             correct = Some(add_to(correct, hits));
             start += len;
@@ -236,6 +248,7 @@ impl BurnTrainer {
             });
         }
         let total = (split.len * per_sample) as f32;
+        let scored = (split.len * (per_sample - data.scored_from)) as f32;
         let loss_sum =
             read_floats(loss_sum.expect("the test split is never empty"), "eval").await?[0];
         let hits = correct
@@ -247,7 +260,7 @@ impl BurnTrainer {
             .map_err(|err| device_error("eval", format!("{err:?}")))?[0];
         Ok(Evaluation {
             loss: loss_sum / total,
-            accuracy: hits as f32 / total,
+            accuracy: hits as f32 / scored,
             memory,
             first_batch,
         })
@@ -275,6 +288,27 @@ impl BurnTrainer {
             .collect())
     }
 
+    /// One training forward pass and loss through autodiff, read after each op; the graph is
+    /// dropped without a backward pass.
+    pub fn probe_kept_by_op(&self, ctx: &mut Context) -> Result<Vec<(Op, u64)>, EngineError> {
+        let model = self.model();
+        if !matches!(model, Model::Transformer(_)) {
+            return Ok(Vec::new());
+        }
+        let data = &ctx.data;
+        let len = ctx.config.largest_micro_batch();
+        let batch = data
+            .train
+            .range_batch(0, len, data.targets_per_sample, &ctx.device);
+        let mut tap = KeptByOp::new(&mut ctx.meter)?;
+        let logits = forward(&ctx.hooks, model, &batch.inputs, &mut tap);
+        let loss = self.loss(&self.loss, logits, batch.targets);
+        tap.after(Op::Loss);
+        let kept = tap.finish();
+        drop(loss);
+        kept
+    }
+
     pub async fn class_one_probability(
         &self,
         ctx: &Context,
@@ -289,6 +323,22 @@ impl BurnTrainer {
             .reshape([n]);
         read_floats(probability, "decision grid").await
     }
+}
+
+/// Right answers among the scored targets of `samples` samples (each sample's targets from
+/// `scored_from` on).
+fn scored_hits(
+    logits: Tensor<2>,
+    targets: Tensor<1, Int>,
+    samples: usize,
+    per_sample: usize,
+    scored_from: usize,
+) -> Tensor<1, Int> {
+    let hits = logits
+        .argmax(1)
+        .reshape([samples, per_sample])
+        .equal(targets.reshape([samples, per_sample]));
+    hits.slice_dim(1, scored_from..per_sample).int().sum()
 }
 
 /// The model's forward pass in the precision the strategies compute in: float inputs cast to

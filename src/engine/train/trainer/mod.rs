@@ -111,6 +111,19 @@ impl Trainer {
         }
     }
 
+    /// A transformer's training forward pass: the bytes each op leaves for backward (see
+    /// `Summary::kept_by_op`). Empty for other models and for the fused MLP, which keeps no
+    /// graph.
+    pub fn probe_kept_by_op(
+        &mut self,
+        ctx: &mut Context,
+    ) -> Result<Vec<(crate::engine::models::Op, u64)>, EngineError> {
+        match self {
+            Self::Burn(t) => t.probe_kept_by_op(ctx),
+            Self::Fused(_) => Ok(Vec::new()),
+        }
+    }
+
     /// For the 2-D sets: the model's probability of class 1 at each of `points` (x, y pairs).
     pub async fn class_one_probability(
         &mut self,

@@ -1,0 +1,240 @@
+//! Scaled dot-product attention two ways.
+//!
+//! - [`naive`]: the scores `Q K^T / sqrt(d)`, a softmax, the weights times `V`, as burn's
+//!   `MultiHeadAttention` computes them. Under autodiff each of those `[batch, heads, L, L]`
+//!   tensors is kept for backward.
+//! - [`fused`]: memory-efficient ("flash") attention as one autodiff op. Forward works through
+//!   blocks of query rows, keeps the output and each row's log-sum-exp, and frees each block's
+//!   scores before the next block; backward recomputes every block's scores from Q, K and the
+//!   saved log-sum-exp. Nothing `L x L` outlives a block, so what a step keeps grows with L, not
+//!   L^2. The blocks are burn ops (matmul, exp, reductions) on the plain backend, so the same op
+//!   runs natively, on WebGPU and under a dry run (plans).
+//!
+//! Shapes everywhere: `[batch, heads, L, head_dim]`.
+
+use burn::backend::Cube;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::tensor::activation::softmax;
+use burn::tensor::{Bool, Int, Tensor};
+
+use super::bridge::{Raw, Recorded, Route, Tracked, plain, raw, run_recorded};
+
+/// Bytes of one block's score tensor the fused path aims for: the blocks' transients (scores,
+/// probabilities and in backward their gradients) stay a few times this, whatever L is.
+pub const BLOCK_SCORE_BYTES: usize = 32 << 20;
+
+/// The reference: scores, softmax and weighted sum, every intermediate a tensor of its own.
+/// `causal` hides the keys after each query, as burn's autoregressive mask does.
+pub fn naive(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+    let [_, _, length, head_dim] = q.dims();
+    let mut scores = q.matmul(k.transpose()).div_scalar((head_dim as f32).sqrt());
+    if causal {
+        let mask = future_keys(0, length, length, &scores.device());
+        scores = scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY);
+    }
+    softmax(scores, 3).matmul(v)
+}
+
+/// Fused attention: the same values as [`naive`], keeping only the output and one log-sum-exp
+/// per row for backward. Falls back to [`naive`] on a backend this op is not written for.
+pub fn fused(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+    let rows = block_rows(q.dims(), q.dtype().size());
+    fused_in_blocks(q, k, v, causal, rows)
+}
+
+/// [`fused`] with blocks of `rows` query rows (the tests make blocks small and uneven).
+pub fn fused_in_blocks(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    causal: bool,
+    rows: usize,
+) -> Tensor<4> {
+    let shape = Shape {
+        causal,
+        rows: rows.max(1),
+    };
+    match Route::of(&q) {
+        Some(Route::Plain) => {
+            let (out, _) = forward_blocks(plain(raw(q)), plain(raw(k)), plain(raw(v)), shape);
+            out
+        }
+        Some(Route::Autodiff(strategy)) => run_recorded(FlashAttention(shape), strategy, [q, k, v]),
+        None => naive(q, k, v, causal),
+    }
+}
+
+/// How the op is cut: causal or not, and query rows per block.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    causal: bool,
+    rows: usize,
+}
+
+/// `[rows, keys]`, true where key `j` comes after query `first_row + i` (what causal masking
+/// hides).
+fn future_keys(
+    first_row: usize,
+    rows: usize,
+    keys: usize,
+    device: &burn::tensor::Device,
+) -> Tensor<2, Bool> {
+    let queries = Tensor::<1, Int>::arange(first_row as i64..(first_row + rows) as i64, device)
+        .reshape([rows, 1]);
+    let key_ids = Tensor::<1, Int>::arange(0..keys as i64, device).reshape([1, keys]);
+    key_ids.greater(queries)
+}
+
+/// Query rows per block, so that one block's `[batch, heads, rows, L]` scores hold about
+/// [`BLOCK_SCORE_BYTES`].
+fn block_rows(dims: [usize; 4], element_bytes: usize) -> usize {
+    let [batch, heads, length, _] = dims;
+    let per_row = batch * heads * length * element_bytes;
+    (BLOCK_SCORE_BYTES / per_row.max(1)).clamp(1, length)
+}
+
+/// One block's scores `Q_block K^T / sqrt(d)`, with future keys at minus infinity when causal.
+fn block_scores(q_block: Tensor<4>, k: &Tensor<4>, first_row: usize, causal: bool) -> Tensor<4> {
+    let [_, _, rows, head_dim] = q_block.dims();
+    let keys = k.dims()[2];
+    let scores = q_block
+        .matmul(k.clone().transpose())
+        .mul_scalar(1.0 / (head_dim as f32).sqrt());
+    if causal {
+        let mask = future_keys(first_row, rows, keys, &scores.device());
+        scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
+    } else {
+        scores
+    }
+}
+
+/// Forward over query blocks: the output `[b, h, L, d]` and each row's log-sum-exp
+/// `[b, h, L, 1]`.
+fn forward_blocks(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    shape: Shape,
+) -> (Tensor<4>, Tensor<4>) {
+    let Shape { causal, rows } = shape;
+    let length = q.dims()[2];
+    let mut outputs = Vec::with_capacity(length.div_ceil(rows));
+    let mut sums = Vec::with_capacity(outputs.capacity());
+    for first in (0..length).step_by(rows) {
+        let end = (first + rows).min(length);
+        let scores = block_scores(q.clone().slice_dim(2, first..end), &k, first, causal);
+        let max = scores.clone().max_dim(3);
+        let weights = (scores - max.clone()).exp();
+        let total = weights.clone().sum_dim(3);
+        outputs.push(weights.matmul(v.clone()) / total.clone());
+        sums.push(max + total.log());
+    }
+    (Tensor::cat(outputs, 2), Tensor::cat(sums, 2))
+}
+
+/// Gradients of Q, K and V from the output's gradient, recomputing each block's scores.
+fn backward_blocks(saved: &Saved, grad_out: Tensor<4>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+    let q: Tensor<4> = plain(saved.q.clone());
+    let k: Tensor<4> = plain(saved.k.clone());
+    let v: Tensor<4> = plain(saved.v.clone());
+    let out: Tensor<4> = plain(saved.out.clone());
+    let log_sum: Tensor<4> = plain(saved.log_sum.clone());
+    let [_, _, length, head_dim] = q.dims();
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let Shape { causal, rows } = saved.shape;
+    // D_i = sum_j dO_ij O_ij: the softmax backward's row term, one number per row.
+    let row_dot = (grad_out.clone() * out).sum_dim(3);
+    let mut grad_q = Vec::with_capacity(length.div_ceil(rows));
+    let mut grad_k: Option<Tensor<4>> = None;
+    let mut grad_v: Option<Tensor<4>> = None;
+    for first in (0..length).step_by(rows) {
+        let end = (first + rows).min(length);
+        let q_block = q.clone().slice_dim(2, first..end);
+        let go_block = grad_out.clone().slice_dim(2, first..end);
+        let scores = block_scores(q_block.clone(), &k, first, causal);
+        let weights = (scores - log_sum.clone().slice_dim(2, first..end)).exp();
+        let dv = weights.clone().transpose().matmul(go_block.clone());
+        let grad_weights = go_block.matmul(v.clone().transpose());
+        let grad_scores = weights * (grad_weights - row_dot.clone().slice_dim(2, first..end));
+        grad_q.push(grad_scores.clone().matmul(k.clone()).mul_scalar(scale));
+        let dk = grad_scores.transpose().matmul(q_block).mul_scalar(scale);
+        grad_k = Some(match grad_k {
+            Some(sum) => sum + dk,
+            None => dk,
+        });
+        grad_v = Some(match grad_v {
+            Some(sum) => sum + dv,
+            None => dv,
+        });
+    }
+    (
+        Tensor::cat(grad_q, 2),
+        grad_k.expect("at least one block"),
+        grad_v.expect("at least one block"),
+    )
+}
+
+/// What backward needs: the inputs, the output and each row's log-sum-exp.
+#[derive(Clone, Debug)]
+struct Saved {
+    q: Raw,
+    k: Raw,
+    v: Raw,
+    out: Raw,
+    log_sum: Raw,
+    shape: Shape,
+}
+
+#[derive(Debug)]
+struct FlashAttention(Shape);
+
+#[derive(Debug)]
+struct FlashAttentionBackward;
+
+impl Backward<Cube, 3> for FlashAttentionBackward {
+    type State = Saved;
+
+    fn backward(self, ops: Ops<Saved, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let grad_out = plain(grads.consume::<Cube>(&ops.node));
+        let (dq, dk, dv) = backward_blocks(&ops.state, grad_out);
+        for (parent, grad) in ops.parents.iter().zip([dq, dk, dv]) {
+            if let Some(node) = parent {
+                grads.register::<Cube>(node.id, raw(grad));
+            }
+        }
+    }
+}
+
+impl Recorded<3> for FlashAttention {
+    fn record<C: CheckpointStrategy>(self, inputs: [Tracked<C>; 3]) -> Tracked<C> {
+        let [q, k, v] = inputs;
+        let nodes = [q.node(), k.node(), v.node()];
+        let (q, k, v) = (q.into_primitive(), k.into_primitive(), v.into_primitive());
+        let (out, log_sum) =
+            forward_blocks(plain(q.clone()), plain(k.clone()), plain(v.clone()), self.0);
+        let out = raw(out);
+        // Attention is compute bound: a checkpointing strategy keeps its state rather than
+        // recomputing the op.
+        match FlashAttentionBackward
+            .prepare::<C>(nodes)
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => prep.finish(
+                Saved {
+                    q,
+                    k,
+                    v,
+                    out: out.clone(),
+                    log_sum: raw(log_sum),
+                    shape: self.0,
+                },
+                out,
+            ),
+            OpsKind::UnTracked(prep) => prep.finish(out),
+        }
+    }
+}

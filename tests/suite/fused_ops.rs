@@ -1,0 +1,196 @@
+//! vramlab's fused ops against the paths people run: the same outputs and the same gradients,
+//! on small shapes cut into small, uneven blocks so every block boundary is crossed; and whole
+//! runs with them agree step by step with burn's.
+
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
+use vramlab::engine::ops::{attention, cross_entropy};
+
+use super::support::{config, gpu, run};
+
+/// The largest difference between two tensors, relative to the larger's largest magnitude.
+fn relative_gap<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+    let scale = a
+        .clone()
+        .abs()
+        .max()
+        .into_scalar::<f32>()
+        .max(b.clone().abs().max().into_scalar::<f32>());
+    let gap = (a - b).abs().max().into_scalar::<f32>();
+    gap / scale.max(f32::MIN_POSITIVE)
+}
+
+fn random<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
+    Tensor::random(shape, Distribution::Normal(0.0, 1.0), device)
+}
+
+/// Outputs and the gradients of Q, K and V, from `attend`, under a random upstream gradient.
+fn attention_and_grads(
+    inputs: &[Tensor<4>; 3],
+    upstream: &Tensor<4>,
+    attend: impl Fn(Tensor<4>, Tensor<4>, Tensor<4>) -> Tensor<4>,
+) -> (Tensor<4>, [Tensor<4>; 3]) {
+    let [q, k, v] = inputs.clone().map(|t| t.require_grad());
+    let out = attend(q.clone(), k.clone(), v.clone());
+    let grads = (out.clone() * upstream.clone()).sum().backward();
+    let grad = |t: &Tensor<4>| t.grad(&grads).expect("every input is tracked");
+    (out.inner(), [grad(&q), grad(&k), grad(&v)])
+}
+
+#[test]
+fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
+    let (_lock, gpu) = gpu();
+    let device = gpu.device.clone().autodiff();
+    device.seed(7);
+    // 37 positions in blocks of 5: seven full blocks and a short one.
+    let shape = [2, 3, 37, 8];
+    for causal in [false, true] {
+        let inputs = [
+            random(shape, &device),
+            random(shape, &device),
+            random(shape, &device),
+        ];
+        let upstream = random(shape, &device);
+        let (naive_out, naive_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
+            attention::naive(q, k, v, causal)
+        });
+        let (fused_out, fused_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
+            attention::fused_in_blocks(q, k, v, causal, 5)
+        });
+        let out_gap = relative_gap(naive_out, fused_out);
+        println!("causal {causal}: output gap {out_gap:.2e}");
+        assert!(
+            out_gap < 1e-5,
+            "causal {causal}: outputs differ by {out_gap}"
+        );
+        for (name, (naive, fused)) in ["q", "k", "v"]
+            .iter()
+            .zip(naive_grads.into_iter().zip(fused_grads))
+        {
+            let gap = relative_gap(naive, fused);
+            println!("causal {causal}: d{name} gap {gap:.2e}");
+            assert!(gap < 1e-4, "causal {causal}: d{name} differs by {gap}");
+        }
+        // Without autodiff (a no-grad evaluation) the fused op gives the same output.
+        let plain = inputs.clone().map(|t| t.inner());
+        let [q, k, v] = plain.clone();
+        let [nq, nk, nv] = plain;
+        let gap = relative_gap(
+            attention::naive(nq, nk, nv, causal),
+            attention::fused_in_blocks(q, k, v, causal, 5),
+        );
+        assert!(
+            gap < 1e-5,
+            "causal {causal}: no-grad outputs differ by {gap}"
+        );
+    }
+}
+
+#[test]
+fn fused_cross_entropy_equals_burns_loss_in_value_and_gradient() {
+    let (_lock, gpu) = gpu();
+    let device = gpu.device.clone().autodiff();
+    device.seed(11);
+    let (rows, classes) = (37, 11);
+    let logits = random([rows, classes], &device).mul_scalar(3.0);
+    let ids: Vec<i64> = (0..rows as i64)
+        .map(|i| (i * 7 + 3) % classes as i64)
+        .collect();
+    let targets = Tensor::<1, Int>::from_data(TensorData::new(ids, [rows]), &device);
+    let loss_and_grad = |loss: &dyn Fn(Tensor<2>, Tensor<1, Int>) -> Tensor<1>| {
+        let x = logits.clone().require_grad();
+        let value = loss(x.clone(), targets.clone());
+        let grads = value.clone().mul_scalar(2.5).backward();
+        (
+            value.into_scalar::<f32>(),
+            x.grad(&grads).expect("logits are tracked"),
+        )
+    };
+    let burn_loss = CrossEntropyLossConfig::new().init(&device);
+    let (naive, naive_grad) = loss_and_grad(&|x, t| burn_loss.forward(x, t));
+    let (fused, fused_grad) = loss_and_grad(&|x, t| cross_entropy::fused_in_blocks(x, t, 5));
+    let value_gap = (naive - fused).abs() / naive.abs();
+    let grad_gap = relative_gap(naive_grad, fused_grad);
+    println!(
+        "cross-entropy {naive} vs {fused}: value gap {value_gap:.2e}, gradient gap {grad_gap:.2e}"
+    );
+    assert!(value_gap < 1e-5, "loss {naive} vs {fused}");
+    assert!(grad_gap < 1e-5, "gradients differ by {grad_gap}");
+}
+
+/// Twenty steps of a preset with burn's attention and loss, and with both fused: the losses
+/// agree step by step (same seed, same batches, same initial weights).
+fn fused_run_follows_naive_run(preset: &str) {
+    let (_lock, gpu) = gpu();
+    let sets = ["steps=20", "eval_every=0", "batch_size=64"];
+    let naive = run(&gpu, config(preset, &sets));
+    let fused_sets: Vec<&str> = sets
+        .iter()
+        .copied()
+        .chain([
+            "strategies.attention=fused",
+            "strategies.cross_entropy=fused",
+        ])
+        .collect();
+    let fused = run(&gpu, config(preset, &fused_sets));
+    for (a, b) in naive.steps.iter().zip(&fused.steps) {
+        let (a, b) = (a.loss.unwrap(), b.loss.unwrap());
+        let gap = (a - b).abs() / a.abs();
+        assert!(
+            gap < 1e-4,
+            "{preset} step losses {a} vs {b} (relative {gap:.1e})"
+        );
+    }
+    let (first, last) = (fused.steps[0].loss.unwrap(), fused.steps[19].loss.unwrap());
+    println!(
+        "{preset}: 20 steps naive and fused agree within 1e-4; loss {first:.4} -> {last:.4}; peak \
+         in use {} -> {} B",
+        naive.summary.peak_in_use_bytes, fused.summary.peak_in_use_bytes
+    );
+    assert!(last < first, "{preset} fused: loss {first} -> {last}");
+}
+
+#[test]
+fn fused_encoder_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-transformer");
+}
+
+#[test]
+fn fused_decoder_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-gpt");
+}
+
+#[test]
+fn the_naive_block_is_burns_transformer_encoder_op_for_op() {
+    use vramlab::engine::config::OpPath;
+    use vramlab::engine::models::{Plain, Transformer, TransformerSize};
+    let (_lock, gpu) = gpu();
+    let device = gpu.device.clone();
+    device.seed(5);
+    let (batch, length, vocab) = (3, 12, 9);
+    let ids: Vec<i64> = (0..(batch * length) as i64)
+        .map(|i| (i * 5 + 1) % vocab)
+        .collect();
+    let tokens = Tensor::<2, Int>::from_data(TensorData::new(ids, [batch, length]), &device);
+    for decoder in [false, true] {
+        for attention in [OpPath::Naive, OpPath::Fused] {
+            let size = TransformerSize {
+                width: 16,
+                layers: 2,
+                heads: 4,
+                ff: 32,
+                decoder,
+                attention,
+            };
+            let model = Transformer::new(vocab as usize, length, &size, vocab as usize, &device);
+            let ours = model.forward(tokens.clone(), &mut Plain);
+            let burns = model.forward_with_burns_encoder(tokens.clone());
+            let gap = relative_gap(ours, burns);
+            println!("decoder {decoder}, attention {attention:?}: gap to burn's encoder {gap:.2e}");
+            assert!(
+                gap < 1e-5,
+                "decoder {decoder}, {attention:?}: differs by {gap}"
+            );
+        }
+    }
+}
