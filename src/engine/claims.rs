@@ -305,6 +305,9 @@ pub fn judge(claim: &Claim, off: &[Timeline], on: &[Timeline]) -> Judgement {
             ),
         )
     };
+    if let Some(law) = growth_law(off, on) {
+        reason = format!("{reason}; {law}");
+    }
     if claim.same_training && verdict == Verdict::Holds {
         let last = |side: &[Timeline]| side.first().and_then(|t| t.summary.final_loss);
         let worse = match (last(off), last(on)) {
@@ -317,6 +320,30 @@ pub fn judge(claim: &Claim, off: &[Timeline], on: &[Timeline]) -> Judgement {
         }
     }
     judged(verdict, reason)
+}
+
+/// For two runs that differ only in sequence length: how the activations at each run's
+/// high-water mark scale with it, as the exponent `e` in bytes ~ L^e (measured categories; none
+/// without them).
+fn growth_law(off: &[Timeline], on: &[Timeline]) -> Option<String> {
+    let (a, b) = (off.first()?, on.first()?);
+    let (la, lb) = (a.config.data.seq_len as f64, b.config.data.seq_len as f64);
+    if la == lb {
+        return None;
+    }
+    let activation = |t: &Timeline| {
+        let bytes = t.summary.high_water_by_category?.activation as f64;
+        (bytes > 0.0).then_some(bytes)
+    };
+    let exponent = (activation(a)? / activation(b)?).ln() / (la / lb).ln();
+    let law = if exponent >= 1.5 {
+        "closer to quadratic"
+    } else {
+        "closer to linear"
+    };
+    Some(format!(
+        "activations at the high-water mark grow as L^{exponent:.2} ({law})"
+    ))
 }
 
 /// The budget claim's cap: half the unbudgeted run's high-water mark of bytes in use, a GPU

@@ -109,7 +109,8 @@ const GRID: &[(&str, &str, &str)] = &[
     (
         "transformer",
         "gpt2-small",
-        "batch_size=2 data.seq_len=2048 strategies.attention=fused strategies.cross_entropy=fused",
+        "batch_size=2 eval_batch_size=2 data.seq_len=2048 strategies.attention=fused \
+         strategies.cross_entropy=fused",
     ),
 ];
 

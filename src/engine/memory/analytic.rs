@@ -174,7 +174,10 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             // (GPT-2's 50k-word vocabulary makes that the evaluation's peak).
             EvalMode::NoGrad => {
                 inference_bytes(config, eval_n).max(match config.strategies.cross_entropy {
-                    OpPath::Naive => 3 * eval_logits,
+                    // An encoder's answers are a slice of its logits, copied before the loss.
+                    OpPath::Naive if !is_decoder(config) => 3 * eval_logits,
+                    // A decoder's loss takes its logits whole: the log-softmax replaces them.
+                    OpPath::Naive => eval_logits,
                     // The fused loss reads the logits a block of rows at a time.
                     OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
                 })
@@ -193,8 +196,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let accumulated = if k > 1 { grads } else { 0 };
     let loss_backward = match config.strategies.cross_entropy {
         OpPath::Naive => logits_bytes * 5 / 2,
-        // The logits' gradient, formed block by block beside the saved logits.
-        OpPath::Fused => logits_bytes + 2 * loss_block(logits_bytes),
+        // The logits' gradient is written over the saved logits.
+        OpPath::Fused => 0,
     };
     let backward = activations
         + accumulated
@@ -241,6 +244,8 @@ fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
         ModelKind::Transformer => {
             let full_scores = n * m.heads as u64 * length * length * F32;
             let scores = match config.strategies.attention {
+                // A decoder's adds burn's autoregressive mask (int-sized bools).
+                OpPath::Naive if is_decoder(config) => 2 * full_scores + n * length * length * INT,
                 OpPath::Naive => 2 * full_scores,
                 OpPath::Fused => 2 * attention_block(full_scores),
             };
@@ -278,8 +283,9 @@ fn backward_working_set(config: &RunConfig, b: u64) -> u64 {
             let full_scores = b * m.heads as u64 * length * length * F32;
             let scores = match config.strategies.attention {
                 OpPath::Naive => 2 * full_scores,
-                // Backward forms a block's scores, weights and their gradients.
-                OpPath::Fused => 4 * attention_block(full_scores),
+                // Backward forms one block's scores at a time (their softmax and gradients
+                // fused into the same elementwise kernels where burn can).
+                OpPath::Fused => attention_block(full_scores),
             };
             feed_forward.max(scores)
         }
@@ -405,26 +411,28 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
     let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
     let length = 2 * config.data.seq_len as u64;
     let tokens = (config.data.vocab + 1) as u64;
+    let decoder = is_decoder(config);
+    // The embeddings' sum; an encoder's plans hold two more [B, L, d] here.
+    let embedded = if decoder { 1 } else { 3 };
     let mut layers = vec![LayerEstimate {
         name: format!("embeddings {tokens}+{length} x{d}"),
         params: (tokens + length) * d,
-        activation_bytes: 3 * b * length * d * F32,
+        activation_bytes: embedded * b * length * d * F32,
         output_bytes: 0,
     }];
-    let decoder = is_decoder(config);
     for i in 0..m.layers {
-        // Q, K, V, context, projection, two residual sums and two layer norms of [B, L, d];
-        // the feed-forward hidden before and after its activation. Naive attention adds
-        // three score-sized tensors of [B, heads, L, L] (burn's softmax under autodiff is max,
-        // subtract, exp, sum and divide: the exponent and the softmax are kept, and plans hold
-        // a third one alive at the end of forward), a decoder's masked scores a fourth. Fused
-        // attention keeps its output and one log-sum-exp per row and head instead.
+        // Tensors of [B, L, d] an encoder (post-norm) block keeps: Q, K, V, context,
+        // projection, two residual sums and two layer norms, nine in all; a decoder
+        // (pre-norm) block ten, as its plans show them. Both keep the feed-forward hidden
+        // before and after its activation. Naive attention adds three score-sized tensors of
+        // [B, heads, L, L] (burn's softmax under autodiff is max, subtract, exp, sum and
+        // divide: the exponent and the softmax are kept, and the scores themselves, masked for
+        // a decoder). Fused attention keeps its output, one more [B, L, d], and one
+        // log-sum-exp per row and head instead.
+        let kept = if decoder { 10 } else { 9 };
         let (per_token, scores) = match config.strategies.attention {
-            OpPath::Naive => (
-                9 * d + 2 * ff,
-                (3 + decoder as u64) * heads * length * length,
-            ),
-            OpPath::Fused => (10 * d + 2 * ff + heads, 0),
+            OpPath::Naive => (kept * d + 2 * ff, 3 * heads * length * length),
+            OpPath::Fused => ((kept + 1) * d + 2 * ff + heads, 0),
         };
         layers.push(LayerEstimate {
             name: format!(
@@ -443,7 +451,7 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
         layers.push(LayerEstimate {
             name: format!("final norm, tied output {d}x{classes}"),
             params: 2 * d,
-            activation_bytes: (b * length * d + b * length * classes as u64) * F32,
+            activation_bytes: (3 * b * length * d + b * length * classes as u64) * F32,
             output_bytes: 0,
         });
     } else {

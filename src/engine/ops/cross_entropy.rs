@@ -1,11 +1,11 @@
 //! Softmax cross-entropy (mean over rows) as one autodiff op.
 //!
-//! burn's `CrossEntropyLoss` is `log_softmax` then `gather`: under autodiff the log-softmax's
-//! output and its intermediates, each `[rows, classes]`, are kept for backward, which for a
-//! language model's 50,257-word vocabulary is the largest thing in the step. This op keeps the
-//! logits (which exist anyway) and one log-sum-exp per row; backward forms
-//! `softmax(logits) - one_hot(target)` block by block. Both directions work through blocks of
-//! rows, so their transients stay near [`BLOCK_BYTES`] whatever the vocabulary.
+//! burn's `CrossEntropyLoss` is `log_softmax` then `gather`: autodiff keeps the log-softmax, as
+//! large as the logits, and its backward makes further `[rows, classes]` tensors beside it (the
+//! softmax, the gradient), which for a language model's 50,257-word vocabulary are the largest
+//! things in the step. This op keeps the logits and one log-sum-exp per row; backward forms
+//! `softmax(logits) - one_hot(target)` over the saved logits' own buffer. Forward works through
+//! blocks of rows, so its transients stay near [`BLOCK_BYTES`] whatever the vocabulary.
 
 use burn::backend::Cube;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -85,29 +85,28 @@ fn forward_blocks(
     (loss, Tensor::cat(sums, 0))
 }
 
-/// d loss / d logits = (softmax(logits) - one_hot(target)) * grad / rows.
-fn backward_blocks(saved: &Saved, grad: Tensor<1>) -> Tensor<2> {
-    let logits: Tensor<2> = plain(saved.logits.clone());
-    let log_sum: Tensor<2> = plain(saved.log_sum.clone());
-    let targets = plain_int::<1>(saved.targets.clone());
+/// d loss / d logits = (softmax(logits) - one_hot(target)) * grad / rows, written over the
+/// saved logits: they are this op's alone by now, so each step (subtract, exp, the scatter of
+/// the -1s, the scale) may reuse their buffer and no second logit-sized tensor is made. (Cut
+/// into blocks, the blocks and their concatenation held two at once: on GPT-2 small that was
+/// the step's high-water mark.)
+fn backward_in_place(saved: Saved, grad: Tensor<1>) -> Tensor<2> {
+    let Saved {
+        logits,
+        log_sum,
+        targets,
+    } = saved;
+    let logits: Tensor<2> = plain(logits);
     let rows = logits.dims()[0];
-    let step = saved.rows;
-    let scale = grad.div_scalar(rows as f32).reshape([1, 1]);
-    let mut blocks = Vec::with_capacity(rows.div_ceil(step));
-    for first in (0..rows).step_by(step) {
-        let end = (first + step).min(rows);
-        let len = end - first;
-        let ids = targets.clone().slice_dim(0, first..end).reshape([len, 1]);
-        let probabilities = (logits.clone().slice_dim(0, first..end)
-            - log_sum.clone().slice_dim(0, first..end))
-        .exp();
-        let minus_one =
-            Tensor::<2>::full([len, 1], -1.0, &probabilities.device()).cast(probabilities.dtype());
-        let grad_block = probabilities.scatter(1, ids, minus_one, IndexingUpdateOp::Add)
-            * scale.clone().cast(logits.dtype());
-        blocks.push(grad_block);
-    }
-    Tensor::cat(blocks, 0)
+    let dtype = logits.dtype();
+    let device = logits.device();
+    let ids = plain_int::<1>(targets).reshape([rows, 1]);
+    let minus_one = Tensor::<2>::full([rows, 1], -1.0, &device).cast(dtype);
+    let scale = grad.div_scalar(rows as f32).reshape([1, 1]).cast(dtype);
+    (logits - plain::<2>(log_sum))
+        .exp()
+        .scatter(1, ids, minus_one, IndexingUpdateOp::Add)
+        * scale
 }
 
 /// What backward needs: the logits, each row's log-sum-exp and the targets.
@@ -116,7 +115,6 @@ struct Saved {
     logits: Raw,
     log_sum: Raw,
     targets: RawInt,
-    rows: usize,
 }
 
 #[derive(Debug)]
@@ -134,7 +132,7 @@ impl Backward<Cube, 1> for FusedCrossEntropyBackward {
     fn backward(self, ops: Ops<Saved, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let grad = plain(grads.consume::<Cube>(&ops.node));
         if let Some(node) = &ops.parents[0] {
-            let grad_logits = backward_blocks(&ops.state, grad);
+            let grad_logits = backward_in_place(ops.state, grad);
             grads.register::<Cube>(node.id, raw(grad_logits));
         }
     }
@@ -161,7 +159,6 @@ impl Recorded<1> for FusedCrossEntropy {
                     logits,
                     log_sum: raw(log_sum),
                     targets: self.targets,
-                    rows: self.rows,
                 },
                 loss,
             ),

@@ -105,11 +105,23 @@ const SORT_GRU: Base = Base {
     sets: SORT,
 };
 
-/// The sort task's transformer on 64-token sequences (128 positions), batches of 32: each
-/// layer's attention scores, `[32, 4, 128, 128]`, outweigh its other activations.
+/// The sort task's transformer on 32-token sequences (64 positions), batches of 8: each
+/// layer's attention scores, `[8, 4, 64, 64]` three times over, outweigh its other
+/// activations, and a step stays small enough for a software GPU.
 const LONG_SORT: Base = Base {
     preset: "sort-transformer",
-    sets: &["data.seq_len=64", "batch_size=32", "eval_batch_size=64"],
+    sets: &["data.seq_len=32", "batch_size=8", "eval_batch_size=16"],
+};
+
+/// [`LONG_SORT`] with vramlab's fused attention.
+const LONG_SORT_FUSED: Base = Base {
+    preset: "sort-transformer",
+    sets: &[
+        "data.seq_len=32",
+        "batch_size=8",
+        "eval_batch_size=16",
+        "strategies.attention=fused",
+    ],
 };
 
 /// The sort task's transformer over a 4,096-token vocabulary, batches of 32: the logits and
@@ -416,6 +428,16 @@ pub const CATALOG: &[Entry] = &[
             &["data.seq_len=8"], &["data.seq_len=4"], PeakInUse, 0.75, false)
             .because("A recurrent model keeps its gates' tensors for every time step. Its \
              activations grow linearly with the sequence's length."),
+        claim("attention's memory grows as the square of the sequence", &LONG_SORT,
+            &[], &["data.seq_len=16"], PeakInUse, 0.5, false)
+            .because("burn's attention keeps batch x heads x L x L scores and softmax weights \
+             for backward, so halving L quarters them. The rest of the step, weights and \
+             per-token activations, shrinks by half or not at all."),
+        claim("with fused attention memory grows linearly with the sequence", &LONG_SORT_FUSED,
+            &[], &["data.seq_len=16"], PeakInUse, 0.75, false)
+            .because("Fused attention keeps only per-token tensors and one log-sum-exp per row, \
+             so halving L halves the activations. The weights and optimizer state do not \
+             shrink at all."),
     ]),
 ];
 
