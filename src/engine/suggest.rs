@@ -2,7 +2,8 @@
 //! make, kept when its predicted peak is within the budget. Estimates, and said to be.
 
 use crate::engine::config::{
-    Checkpointing, DataResidency, EvalMode, LossBookkeeping, MemoryPool, MixedPrecision, RunConfig,
+    Checkpointing, DataResidency, EvalMode, LossBookkeeping, MemoryPool, MixedPrecision, ModelKind,
+    OpPath, RunConfig,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -48,6 +49,14 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     }
     if strategies.data_residency == DataResidency::Device {
         changes.push(("strategies.data_residency", "host".into()));
+    }
+    // A transformer's first changes: what fusing its attention and loss saves comes at no
+    // cost to the training, and on long sequences or large vocabularies it is most of the step.
+    if config.model.kind == ModelKind::Transformer && strategies.attention == OpPath::Naive {
+        changes.push(("strategies.attention", "fused".into()));
+    }
+    if strategies.cross_entropy == OpPath::Naive {
+        changes.push(("strategies.cross_entropy", "fused".into()));
     }
     if strategies.checkpointing == Checkpointing::None {
         changes.push(("strategies.checkpointing", "balanced".into()));

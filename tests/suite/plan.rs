@@ -132,6 +132,28 @@ fn weights_in_f16_or_int8_and_an_autodiff_evaluation_plan_exactly() {
     }
 }
 
+#[test]
+fn fused_attention_and_loss_plan_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    let fused = [
+        "strategies.attention=fused",
+        "strategies.cross_entropy=fused",
+    ];
+    for preset in ["sort-transformer", "sort-gpt"] {
+        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset, &fused, 128);
+        println!(
+            "{preset} b128 fused: {} readings differ; reserved within {reserved_gap} B",
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{preset}: {differ:#?}");
+        assert!(
+            reserved_gap <= page,
+            "{preset}: reserved {reserved_gap} B apart"
+        );
+    }
+}
+
 /// `vramlab plan --json`, parsed.
 fn plan_cli(args: &[&str]) -> Plan {
     let mut all = vec!["plan", "--json"];

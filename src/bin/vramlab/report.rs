@@ -121,6 +121,20 @@ pub fn print_table(summary: &Summary) {
             ),
         ),
         (
+            "kept for backward, by op (one forward pass)".into(),
+            if summary.kept_by_op.is_empty() {
+                "- (a transformer's figure)".into()
+            } else {
+                summary
+                    .kept_by_op
+                    .iter()
+                    .map(|kept| format!("{} {:.2}", kept.op.name(), mib(kept.bytes)))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+                    + " MiB"
+            },
+        ),
+        (
             "high-water in use by phase".into(),
             by_phase(&summary.high_water_in_use_by_phase),
         ),

@@ -105,31 +105,35 @@ const SORT_GRU: Base = Base {
     sets: SORT,
 };
 
-/// The sort task's transformer on 32-token sequences (64 positions), batches of 8: each
-/// layer's attention scores, `[8, 4, 64, 64]` three times over, outweigh its other
+/// The sort task's transformer on 64-token sequences (128 positions), batches of 4: each
+/// layer's attention scores, `[4, 4, 128, 128]` three times over, outweigh its per-token
 /// activations, and a step stays small enough for a software GPU.
 const LONG_SORT: Base = Base {
     preset: "sort-transformer",
-    sets: &["data.seq_len=32", "batch_size=8", "eval_batch_size=16"],
+    sets: &["data.seq_len=64", "batch_size=4", "eval_batch_size=8"],
 };
 
 /// [`LONG_SORT`] with vramlab's fused attention.
 const LONG_SORT_FUSED: Base = Base {
     preset: "sort-transformer",
     sets: &[
-        "data.seq_len=32",
-        "batch_size=8",
-        "eval_batch_size=16",
+        "data.seq_len=64",
+        "batch_size=4",
+        "eval_batch_size=8",
         "strategies.attention=fused",
     ],
 };
 
-/// The sort task's transformer over a 4,096-token vocabulary, batches of 32: the logits and
-/// the loss's intermediates, `[32 x 16, 4,096]` each, are the largest tensors of the step.
+/// The tiny GPT-2-style decoder over a 4,096-token vocabulary, batches of 32: its logits, over
+/// every position, `[32 x 16, 4,097]`, and the loss's tensors of that size are the largest of
+/// the step, as in a language model.
 const WIDE_VOCAB: Base = Base {
-    preset: "sort-transformer",
+    preset: "sort-gpt",
     sets: &["data.vocab=4096", "batch_size=32", "eval_batch_size=64"],
 };
+
+/// Steps of a transformer lesson's runs: each is a few seconds on a software GPU.
+const TRANSFORMER_STEPS: usize = 6;
 
 /// One folklore claim and the two runs that test it.
 #[derive(Debug)]
@@ -381,6 +385,7 @@ pub const CATALOG: &[Entry] = &[
         &[
         claim("fused attention keeps no L x L scores", &LONG_SORT,
             &[], &["strategies.attention=fused"], PeakInUse, 0.8, true)
+            .steps(TRANSFORMER_STEPS)
             .because("burn's attention keeps the scores and the softmax weights, batch x heads x \
              L x L each, for backward. The fused op keeps the output and one log-sum-exp per row \
              and forms the scores again, a block of rows at a time, in backward."),
@@ -390,9 +395,10 @@ pub const CATALOG: &[Entry] = &[
          of its own", &[
         claim("a fused loss keeps no vocabulary-sized intermediates", &WIDE_VOCAB,
             &[], &["strategies.cross_entropy=fused"], PeakInUse, 0.9, true)
-            .because("burn's loss is log_softmax then gather, and autodiff keeps the log-softmax \
-             and its intermediates, each as large as the logits. The fused op keeps the logits \
-             and one number per row and forms the softmax again in backward."),
+            .steps(TRANSFORMER_STEPS)
+            .because("burn's loss is log_softmax then gather: autodiff keeps the log-softmax, as \
+             large as the logits, and its backward makes further tensors of that size. The fused \
+             op keeps the logits and one number per row and writes its gradient over them."),
     ]),
     entry("optimizer", "optimizer", &["sgd", "momentum", "adam"],
         "sgd keeps no state, momentum one velocity per parameter, adam two moments", &[
@@ -429,12 +435,14 @@ pub const CATALOG: &[Entry] = &[
             .because("A recurrent model keeps its gates' tensors for every time step. Its \
              activations grow linearly with the sequence's length."),
         claim("attention's memory grows as the square of the sequence", &LONG_SORT,
-            &[], &["data.seq_len=16"], PeakInUse, 0.5, false)
+            &[], &["data.seq_len=32"], PeakInUse, 0.5, false)
+            .steps(TRANSFORMER_STEPS)
             .because("burn's attention keeps batch x heads x L x L scores and softmax weights \
              for backward, so halving L quarters them. The rest of the step, weights and \
              per-token activations, shrinks by half or not at all."),
         claim("with fused attention memory grows linearly with the sequence", &LONG_SORT_FUSED,
-            &[], &["data.seq_len=16"], PeakInUse, 0.75, false)
+            &[], &["data.seq_len=32"], PeakInUse, 0.75, false)
+            .steps(TRANSFORMER_STEPS)
             .because("Fused attention keeps only per-token tensors and one log-sum-exp per row, \
              so halving L halves the activations. The weights and optimizer state do not \
              shrink at all."),

@@ -9,7 +9,7 @@
 
 use crate::engine::config::{
     Activation, Checkpointing, DataResidency, EvalMode, InputKind, Kernels, LossBookkeeping,
-    MixedPrecision, ModelKind, RunConfig, WeightDtype,
+    MixedPrecision, ModelKind, OpPath, RunConfig, WeightDtype,
 };
 use crate::engine::error::ConfigError;
 
@@ -70,6 +70,12 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         return needs(
             "strategies.inplace_activation",
             "inplace_activation = true (ReLU is fused)",
+        );
+    }
+    if s.cross_entropy != OpPath::Naive {
+        return needs(
+            "strategies.cross_entropy",
+            "cross_entropy = naive (the fused step computes its loss in its own kernel)",
         );
     }
     if s.data_residency != DataResidency::Host {
