@@ -213,22 +213,6 @@ if (f16 === 'no') {
 }
 await page.screenshot({ path: path.join(shots, '3-f16-fallback.png'), fullPage: true });
 
-// 5a. The sort transformer trains with vramlab's fused attention and loss on WebGPU: the run
-// finishes, its exported losses fall, and the page reports no error.
-await page.goto(`${base}#preset=sort-transformer&steps=10&eval_every=0&batch_size=32&strategies.attention=fused&strategies.cross_entropy=fused`);
-await page.reload();
-await page.waitForSelector('#shader-f16', { timeout: 120_000 });
-check(await trainToEnd('sort-transformer, fused attention and loss, 10 steps at batch 32') === 'finished',
-  'the transformer trains with fused attention and loss on WebGPU');
-const [fusedDownload] = await Promise.all([page.waitForEvent('download'), page.$eval('#export-json', (b) => b.click())]);
-const fusedFile = path.join(shots, 'fused-run.json');
-await fusedDownload.saveAs(fusedFile);
-const fusedLosses = JSON.parse(fs.readFileSync(fusedFile, 'utf8')).steps.map((s) => s.loss).filter((l) => l !== null);
-const fusedMean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const [fusedFirst, fusedLast] = [fusedMean(fusedLosses.slice(0, 3)), fusedMean(fusedLosses.slice(-3))];
-check(fusedLosses.length === 10 && fusedLast < fusedFirst,
-  `its loss falls (${fusedFirst.toFixed(3)} -> ${fusedLast.toFixed(3)} over ${fusedLosses.length} steps)`);
-
 // 5b. Under a tiny budget (the parameters fit, a step does not) the run stops with an
 // out-of-memory message naming where and what would fit, and the failed step stays on the
 // charts; emptying the budget, the next run on the same page trains to the end.
@@ -248,6 +232,22 @@ await page.screenshot({ path: path.join(shots, '4-out-of-memory.png'), fullPage:
 await page.fill('input[name="budget"]', '');
 await page.dispatchEvent('input[name="budget"]', 'change');
 check(await trainToEnd('after the out-of-memory, no budget') === 'finished', 'after an out-of-memory the page trains again');
+
+// 5a. The sort transformer trains with vramlab's fused attention and loss on WebGPU: the run
+// finishes, its exported losses fall, and the page reports no error.
+await page.goto(`${base}#preset=sort-transformer&steps=10&eval_every=0&batch_size=32&strategies.attention=fused&strategies.cross_entropy=fused`);
+await page.reload();
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+check(await trainToEnd('sort-transformer, fused attention and loss, 10 steps at batch 32') === 'finished',
+  'the transformer trains with fused attention and loss on WebGPU');
+const [fusedDownload] = await Promise.all([page.waitForEvent('download'), page.$eval('#export-json', (b) => b.click())]);
+const fusedFile = path.join(shots, 'fused-run.json');
+await fusedDownload.saveAs(fusedFile);
+const fusedLosses = JSON.parse(fs.readFileSync(fusedFile, 'utf8')).steps.map((s) => s.loss).filter((l) => l !== null);
+const fusedMean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const [fusedFirst, fusedLast] = [fusedMean(fusedLosses.slice(0, 3)), fusedMean(fusedLosses.slice(-3))];
+check(fusedLosses.length === 10 && fusedLast < fusedFirst,
+  `its loss falls (${fusedFirst.toFixed(3)} -> ${fusedLast.toFixed(3)} over ${fusedLosses.length} steps)`);
 
 // 5c. The max-batch finder: under a budget, its trials appear as they run, some out of memory,
 // and its answer goes into the batch size field.

@@ -139,7 +139,21 @@ async fn measure(
     Ok((judgement, off.into_iter().next(), on.into_iter().next()))
 }
 
-async fn run_lesson(entry: &'static Entry, claim: &'static Claim, gpu: &Gpu) -> Outcome {
+/// Transformer lessons compile a transformer's kernels for each of their shapes, which takes a
+/// software GPU (SwiftShader) minutes a card: "Run all lessons" leaves them to their own card's
+/// button.
+fn runs_alone(claim: &Claim) -> bool {
+    matches!(claim.base.preset, "sort-transformer" | "sort-gpt")
+}
+
+/// Run `claim`'s two runs, unless this front cannot measure it, or it runs only on its own
+/// (`alone` false: part of "Run all").
+async fn run_lesson(
+    entry: &'static Entry,
+    claim: &'static Claim,
+    gpu: &Gpu,
+    alone: bool,
+) -> Outcome {
     let started = now_ms();
     let bench = Bench {
         shader_f16: gpu.adapter.shader_f16,
@@ -158,7 +172,17 @@ async fn run_lesson(entry: &'static Entry, claim: &'static Claim, gpu: &Gpu) -> 
         on,
         seconds: (now_ms() - started) / 1000.0,
     };
-    if let Some(why) = cannot_run(entry, claim, bench) {
+    let why = cannot_run(entry, claim, bench).or_else(|| {
+        (!alone && runs_alone(claim)).then(|| {
+            format!(
+                "left out of Run all: a transformer's kernels take a software GPU minutes to \
+                 compile; run it with this card's button, or natively with `vramlab claims \
+                 --only {}`",
+                entry.field
+            )
+        })
+    });
+    if let Some(why) = why {
         return Outcome {
             row: row(Verdict::NotRunHere, why, None, None),
             off: None,
@@ -320,7 +344,7 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
             for i in indices {
                 let (entry, claim) = all_claims()[i];
                 current.set(Some(i));
-                let outcome = run_lesson(entry, claim, &gpu).await;
+                let outcome = run_lesson(entry, claim, &gpu, total == 1).await;
                 outcomes.update(|o| o[i] = Some(outcome));
                 done.update(|d| *d += 1);
             }
