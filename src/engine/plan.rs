@@ -91,10 +91,15 @@ pub struct CheckedSuggestion {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Checked {
-    /// Planned under the budget: it fits, with this high-water in use and reserved.
+    /// Planned under the budget: it fits, with this high-water in use and reserved. The budget
+    /// holds the pages at the check points (`reserved_at_checks_bytes`, after releasing the
+    /// cache when they pass it); between two, the pools may carve pages past it while the live
+    /// bytes fit, as an allocator that frees its cache and retries would.
     Fits {
         high_water_in_use_bytes: u64,
         high_water_reserved_bytes: u64,
+        #[serde(default)]
+        reserved_at_checks_bytes: u64,
     },
     /// Planned under the budget: it still runs out.
     DoesNotFit { out_of_memory: Box<OutOfMemory> },
@@ -230,6 +235,10 @@ async fn check(
         Ok(timeline) => Ok(Checked::Fits {
             high_water_in_use_bytes: timeline.summary.high_water_in_use_bytes,
             high_water_reserved_bytes: timeline.summary.high_water_reserved_bytes,
+            reserved_at_checks_bytes: reserved_by_phase(&timeline)
+                .into_values()
+                .max()
+                .unwrap_or(0),
         }),
         Err(EngineError::OutOfMemory(oom)) => Ok(Checked::DoesNotFit { out_of_memory: oom }),
         Err(other) => Err(other),

@@ -140,22 +140,25 @@ fn adafactor_and_lion_keep_less_state_than_adam() {
 
 #[test]
 fn a_frozen_body_still_learns_through_its_head_and_its_adapters() {
+    // The digits: a random frozen body's features still separate them (the spiral's barely).
     for trainable in ["head", "lora"] {
         let (_lock, gpu) = gpu();
         let timeline = run(
             &gpu,
             config(
-                "spiral-mlp",
+                "digits-mlp",
                 &[
-                    "steps=40",
+                    "steps=30",
                     "eval_every=0",
+                    "model.hidden=[128,128]",
+                    "learning_rate=0.01",
                     &format!("strategies.trainable={trainable}"),
                 ],
             ),
         );
         let (first, last) = loss_ends(&timeline, 5);
-        println!("trainable={trainable}: loss {first:.4} -> {last:.4}");
-        assert!(last < 0.95 * first, "{trainable}: loss {first} -> {last}");
+        println!("digits-mlp trainable={trainable}: loss {first:.4} -> {last:.4}");
+        assert!(last < 0.8 * first, "{trainable}: loss {first} -> {last}");
     }
 }
 

@@ -153,6 +153,7 @@ fn print_table(plan: &Plan) {
             Checked::Fits {
                 high_water_in_use_bytes,
                 high_water_reserved_bytes,
+                ..
             } => format!(
                 "planned: fits (high-water {} in use, {} reserved)",
                 size(*high_water_in_use_bytes),

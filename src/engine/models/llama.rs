@@ -12,14 +12,14 @@
 
 use burn::module::{Initializer, Module};
 use burn::nn::{
-    Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig, RotaryEncoding,
-    RotaryEncodingConfig, SwiGlu, SwiGluConfig,
+    Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig, SwiGlu, SwiGluConfig,
 };
 use burn::tensor::activation::{silu, softmax};
 use burn::tensor::{Device, Int, Tensor};
 
 use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::{LayerHook, Op};
+use super::rotary::Rotary;
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
 
@@ -49,7 +49,7 @@ pub struct Llama {
     final_norm: RmsNorm,
     /// Untied output (`[width, tokens]`); `None` when the token embedding is the output.
     output: Option<Linear>,
-    rope: RotaryEncoding,
+    rope: Rotary,
     #[module(skip)]
     heads: usize,
     #[module(skip)]
@@ -109,9 +109,7 @@ impl Llama {
             blocks,
             final_norm: norm(),
             output: (!size.tied).then(|| linear(size.width, size.tokens, false)),
-            rope: RotaryEncodingConfig::new(size.positions, head_dim)
-                .with_theta(size.rope_theta as f32)
-                .init(device),
+            rope: Rotary::new(size.positions, head_dim, size.rope_theta, device),
             heads: size.heads,
             kv_heads: size.kv_heads,
             attention: size.attention,
@@ -169,7 +167,7 @@ impl Llama {
         let k = split(dense(&block.key, normed.clone()), self.kv_heads);
         let v = split(dense(&block.value, normed), self.kv_heads);
         hook.after(Op::Projection);
-        let (q, k) = (self.rope.forward(q), self.rope.forward(k));
+        let (q, k) = (self.rope.apply(q), self.rope.apply(k));
         hook.after(Op::Rotary);
         let context = match self.attention {
             OpPath::Naive => naive_grouped(q, k, v, hook),

@@ -6,6 +6,7 @@ mod hook;
 mod llama;
 mod mlp;
 mod recurrent;
+mod rotary;
 mod transformer;
 
 use burn::module::{Module, ModuleVisitor, Param};

@@ -14,7 +14,7 @@
 
 use burn::module::{Lora, Module};
 
-use crate::engine::config::{RunConfig, Trainable as Mode, limits};
+use crate::engine::config::{RunConfig, Trainable as Mode, WeightDtype, limits};
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
 
@@ -80,6 +80,20 @@ impl Strategy for Trainable {
 /// What `trainable` and its LoRA settings refuse, naming the field.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let s = &config.strategies;
+    if s.trainable != Mode::All && s.weight_dtype == WeightDtype::Int8 {
+        // QLoRA's base is quantized and dequantized layer by layer, forward and backward. burn
+        // 0.22.1's matmul on a quantized weight under autodiff dequantizes it and keeps the
+        // dequantized copy for backward: more than an f16 base would hold.
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            format!(
+                "int8 quantizes an evaluation copy; a frozen int8 base for training (QLoRA's) \
+                 is not built here: burn's matmul would keep each weight dequantized for \
+                 backward. With trainable = {}, use f16 (two bytes a frozen weight) or f32",
+                s.trainable.name()
+            ),
+        ));
+    }
     if s.trainable != Mode::Lora {
         return Ok(());
     }
