@@ -5,6 +5,7 @@ mod config_errors;
 mod finder;
 mod fused_ops;
 mod high_water;
+mod imports;
 mod memory;
 mod plan;
 mod readme;

@@ -5,38 +5,21 @@ use vramlab::engine::AdapterInfo;
 use vramlab::engine::RunConfig;
 use vramlab::engine::config::MemoryPool;
 use vramlab::engine::memory::{Categories, predict};
-use vramlab::engine::outcome::{OutOfMemory, Suggestion};
 use vramlab::engine::phase::Phase;
-use vramlab::engine::strategies::{catalog, memory_pool};
+use vramlab::engine::strategies::memory_pool;
 use vramlab::engine::train::{StepRecord, Summary, Timeline};
-use wasm_bindgen::JsCast;
 
+use crate::browser::download;
 use crate::charts::{LineChart, Marker, PhaseBar, PhaseBars, Rule, Series};
-use crate::config_panel::{ConfigPanel, Editor};
+use crate::config_panel::ConfigPanel;
 use crate::data_preview::DataPreview;
+use crate::editor::Editor;
 use crate::finder_panel::FinderPanel;
+use crate::format::mib;
 use crate::lessons::{LessonsPanel, LessonsRunning, shared_verdicts};
 use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
 use crate::session::{Live, Session, Status};
 use crate::url_state;
-
-pub fn mib(bytes: u64) -> f64 {
-    bytes as f64 / 1048576.0
-}
-
-/// An out-of-memory as the page words it: where, then each change by its label on the page.
-pub fn out_of_memory_text(oom: &OutOfMemory) -> String {
-    oom.describe(|suggestion: &Suggestion| {
-        let label = catalog::find(&suggestion.field).map_or(suggestion.field.as_str(), |e| e.label);
-        let peak = match suggestion.estimated_peak_bytes {
-            Some(peak) => format!("estimated peak {:.3} MiB", mib(peak)),
-            None => "the live bytes fit; exclusive pages are sized to each allocation (reload \
-                     the page with it to start the device that way)"
-                .to_string(),
-        };
-        format!("set {label} to {} ({peak})", suggestion.value)
-    })
-}
 
 #[component]
 pub fn App() -> impl IntoView {
@@ -584,29 +567,6 @@ fn category_rows(pinned: Option<Categories>, now: Option<Categories>) -> Option<
         <tr><th>"training high-water by category"</th><th></th><th></th><th>"change"</th></tr>
         {rows}
     })
-}
-
-pub fn download(name: &str, mime: &str, text: &str) {
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    let parts = js_sys::Array::of1(&text.into());
-    let options = web_sys::BlobPropertyBag::new();
-    options.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
-        return;
-    };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
-        return;
-    };
-    if let Ok(anchor) = document.create_element("a")
-        && let Ok(anchor) = anchor.dyn_into::<web_sys::HtmlAnchorElement>()
-    {
-        anchor.set_href(&url);
-        anchor.set_download(name);
-        anchor.click();
-    }
-    let _ = web_sys::Url::revoke_object_url(&url);
 }
 
 #[component]

@@ -4,44 +4,13 @@
 
 use leptos::prelude::*;
 use vramlab::engine::config::{InputKind, ModelKind};
-use vramlab::engine::overrides::apply_override;
-use vramlab::engine::presets::{PRESETS, preset};
+use vramlab::engine::presets::PRESETS;
 use vramlab::engine::strategies::catalog::{self, CATALOG, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
-use crate::lessons::{card_id, scroll_to};
-
-/// The page's editable state.
-#[derive(Clone, Copy)]
-pub struct Editor {
-    pub preset: RwSignal<String>,
-    pub config: RwSignal<RunConfig>,
-    /// The last refused edit, naming the field and its range.
-    pub refused: RwSignal<Option<String>>,
-}
-
-impl Editor {
-    pub fn set(&self, path: &str, value: &str) {
-        let current = self.config.get_untracked();
-        let next = apply_override(&current, &format!("{path}={value}"))
-            .and_then(|c| c.validate().map(|()| c));
-        match next {
-            Ok(config) => {
-                self.config.set(config);
-                self.refused.set(None);
-            }
-            Err(err) => self.refused.set(Some(err.to_string())),
-        }
-    }
-
-    pub fn load_preset(&self, name: &str) {
-        if let Ok(config) = preset(name) {
-            self.preset.set(name.to_string());
-            self.config.set(config);
-            self.refused.set(None);
-        }
-    }
-}
+use crate::browser::scroll_to;
+use crate::editor::Editor;
+use crate::lessons::card_id;
 
 fn json_field(config: &RunConfig, path: &str) -> String {
     let mut value = serde_json::to_value(config).unwrap_or_default();

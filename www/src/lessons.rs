@@ -14,9 +14,10 @@ use vramlab::engine::outcome::OutOfMemory;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
 
-use crate::app::{download, mib};
+use crate::browser::{download, scroll_to};
 use crate::charts::{LineChart, Series};
-use crate::config_panel::Editor;
+use crate::editor::Editor;
+use crate::format::mib;
 use crate::session::{Session, now_ms, yield_to_browser};
 
 /// Set while lessons run: the page's own Start waits, since both would share the device.
@@ -34,16 +35,6 @@ pub fn card_id(entry: &Entry, claim: &Claim) -> Option<String> {
     catalog::claims()
         .position(|(e, c)| e.field == entry.field && c.folklore == claim.folklore)
         .map(|i| format!("lesson-{i}"))
-}
-
-/// Scroll the element with `id` into view (a button, so the URL keeps the configuration).
-pub fn scroll_to(id: &str) {
-    if let Some(element) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(id))
-    {
-        element.scroll_into_view();
-    }
 }
 
 /// One card's outcome, as the summary table, the exports and the URL carry it.

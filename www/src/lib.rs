@@ -2,10 +2,13 @@
 //! training on the browser's WebGPU adapter.
 
 mod app;
+mod browser;
 mod charts;
 mod config_panel;
 mod data_preview;
+mod editor;
 mod finder_panel;
+mod format;
 mod hover;
 mod lessons;
 mod memory_charts;

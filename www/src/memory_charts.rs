@@ -6,11 +6,11 @@ use leptos::prelude::*;
 use vramlab::engine::memory::{Categories, MemoryPrediction, StepTrace};
 use vramlab::engine::phase::Phase;
 
-use crate::app::mib;
 use crate::charts::{
     BOTTOM, H, LEFT, Marker, Rule, TOP, W, empty_chart, fmt_value, legend_view, marker_view,
     rules_view, ticks_view,
 };
+use crate::format::mib;
 use crate::hover;
 
 /// The categories' colours, in [`Categories::NAMES`] order (the CLI's categories.svg uses the

@@ -416,7 +416,7 @@ impl Session {
                 live.fail(match err {
                     EngineError::OutOfMemory(oom) => {
                         live.failed.set(Some(run.failed_step()));
-                        crate::app::out_of_memory_text(&oom)
+                        crate::format::out_of_memory_text(&oom)
                     }
                     _ => format!("step {}: {err}", run.steps_done() + 1),
                 });
