@@ -36,3 +36,52 @@ pub fn scroll_to(id: &str) {
         element.scroll_into_view();
     }
 }
+
+/// Open the card with `id` (a `<details>`) and scroll it into view.
+pub fn open_card(id: &str) {
+    if let Some(element) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+    {
+        let _ = element.set_attribute("open", "");
+        element.scroll_into_view();
+    }
+}
+
+/// The browser's local storage, if the page may use it (reached by name: web-sys's `Storage`
+/// feature would rebuild every crate that shares web-sys, wgpu among them).
+fn local_storage() -> Option<wasm_bindgen::JsValue> {
+    let window = web_sys::window()?;
+    js_sys::Reflect::get(&window, &"localStorage".into())
+        .ok()
+        .filter(|s| !s.is_null() && !s.is_undefined())
+}
+
+fn call(
+    storage: &wasm_bindgen::JsValue,
+    method: &str,
+    args: &js_sys::Array,
+) -> Option<wasm_bindgen::JsValue> {
+    let function = js_sys::Reflect::get(storage, &method.into())
+        .ok()?
+        .dyn_into::<js_sys::Function>()
+        .ok()?;
+    function.apply(storage, args).ok()
+}
+
+/// What this page stored under `key`, if anything.
+pub fn stored(key: &str) -> Option<String> {
+    let storage = local_storage()?;
+    call(&storage, "getItem", &js_sys::Array::of1(&key.into()))?.as_string()
+}
+
+/// Remember `value` under `key` across visits; quietly nothing where storage is refused.
+pub fn store(key: &str, value: &str) {
+    if let Some(storage) = local_storage() {
+        let _ = call(
+            &storage,
+            "setItem",
+            &js_sys::Array::of2(&key.into(), &value.into()),
+        );
+    }
+}

@@ -12,7 +12,12 @@ mod format;
 mod hover;
 mod lessons;
 mod memory_charts;
+mod results;
+mod run_charts;
+mod run_controls;
 mod session;
+mod strategies_panel;
+mod tour;
 mod url_state;
 
 unsafe extern "C" {
