@@ -173,6 +173,13 @@ pub fn ConfigPanel(editor: Editor) -> impl IntoView {
                     {field(editor, "heads", "model.heads", "attention heads")}
                     {field(editor, "ff", "model.ff", "feed-forward width")}
                 }.into_any(),
+                ModelKind::Llama => view! {
+                    {field(editor, "width", "model.width", "model width")}
+                    {field(editor, "layers", "model.layers", "decoder blocks")}
+                    {field(editor, "heads", "model.heads", "attention heads")}
+                    {field(editor, "kv heads", "model.kv_heads", "key/value heads (0: one per head)")}
+                    {field(editor, "ff", "model.ff", "SwiGLU width")}
+                }.into_any(),
             }}
         </section>
     }

@@ -11,9 +11,10 @@ use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
 use crate::engine::memory::categories::{self, SetupBytes};
 use crate::engine::memory::trace::MAX_TRACE_POINTS;
-use crate::engine::memory::{MemoryPrediction, MemoryReading, StepTrace};
+use crate::engine::memory::{Categories, MemoryPrediction, MemoryReading, StepTrace};
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
+use crate::engine::strategies::trainable::ParamCounts;
 use crate::engine::suggest;
 use crate::engine::validate::Purpose;
 
@@ -71,6 +72,11 @@ impl Run {
         &self.prediction
     }
 
+    /// The model's parameters, those that train and LoRA's, counted when it was built.
+    pub fn param_counts(&self) -> ParamCounts {
+        self.ctx.hooks.report().params.unwrap_or_default()
+    }
+
     pub fn steps_done(&self) -> usize {
         self.steps.len()
     }
@@ -120,17 +126,13 @@ impl Run {
         let ms = started.elapsed().as_secs_f64() * 1e3;
         let memory = ctx.meter.take_step();
         let held = ctx.hooks.report().leaked_bytes;
-        let categories = categories::of_step(
-            &memory.marks,
-            self.carried_in_use,
-            self.setup,
-            held,
-            memory.step_high_water.in_use_bytes,
-        );
+        let sizes = categories::sizes_of_step(&memory.marks, self.carried_in_use, self.setup, held);
+        let mark = memory.step_high_water.in_use_bytes;
         self.carried_in_use = end.pooled_in_use_bytes;
         let mut trace = memory.trace.clone();
         let mut record = StepRecord::new(step, ms, memory);
-        record.categories = categories;
+        record.categories = sizes.map(|sizes| Categories::stacked_under(mark, sizes));
+        record.category_sizes = sizes;
         let notes = ctx.hooks.notes();
         record.loss_scale = notes.loss_scale;
         record.skipped = notes.skipped;

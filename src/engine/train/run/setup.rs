@@ -3,7 +3,7 @@
 
 use burn::cubecl::dry_run::DryRun;
 
-use crate::engine::config::{ModelKind, RunConfig};
+use crate::engine::config::RunConfig;
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -61,7 +61,7 @@ impl Run {
         data: Dataset,
         dry_run: Option<DryRun>,
     ) -> Result<Self, EngineError> {
-        let data = if config.model.kind == ModelKind::Transformer && config.model.decoder {
+        let data = if config.model.is_decoder() {
             data.next_token()
         } else {
             data
