@@ -74,7 +74,7 @@ await timeLoads(browser, base, check);
   check(await first.$eval('#tour', (t) => t.dataset.stop) === 'start', 'the guided first run starts at "press Start"');
   check(await first.$('#plan-note') === null, 'no notice about plans at load');
   const groups = await first.$$eval('#strategies-panel .group h3', (hs) => hs.map((h) => h.firstChild.textContent.trim()));
-  check(['Activations', 'Weights and data', 'Optimizer state', 'The allocator'].every((g) => groups.includes(g)),
+  check(['Activations', 'Weights and data', 'Gradients and optimizer state', 'The allocator'].every((g) => groups.includes(g)),
     `strategies grouped by what they shrink (${groups.join(', ')})`);
   const claimLines = await first.$$eval('#strategies-panel .claim', (cs) => cs.map((c) => c.getBoundingClientRect().height));
   check(claimLines.length > 10 && claimLines.every((h) => h < 20), `each claim is one line (${claimLines.length} claims)`);

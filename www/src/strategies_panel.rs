@@ -1,5 +1,5 @@
-//! The strategies, grouped by what they shrink: activations, weights and data, optimizer state,
-//! the allocator. The catalog (`engine::strategies::catalog`) says what each does and claims; the
+//! The strategies, grouped by what they shrink: activations, weights and data, gradients and
+//! optimizer state, the allocator. The catalog (`engine::strategies::catalog`) says what each does and claims; the
 //! groups are the page's own small table, so a strategy the catalog gains shows at once, under
 //! "Other" until a group names it.
 
@@ -43,9 +43,14 @@ const GROUPS: &[Group] = &[
         fields: &["strategies.weight_dtype", "strategies.data_residency"],
     },
     Group {
-        name: "Optimizer state",
-        what: "what the optimizer keeps per parameter",
-        fields: &["optimizer"],
+        name: "Gradients and optimizer state",
+        what: "what training a weight keeps",
+        fields: &[
+            "strategies.trainable",
+            "strategies.lora_rank",
+            "strategies.lora_alpha",
+            "optimizer",
+        ],
     },
     Group {
         name: "The allocator",
