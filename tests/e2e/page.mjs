@@ -25,7 +25,9 @@ const check = (ok, what) => {
   if (!ok) failures += 1;
 };
 
-const context = await browser.newContext({ viewport: { width: 1280, height: 1100 } });
+// A laptop's screen: the first screen must hold the data and model, Start and the memory chart.
+const viewport = { width: 1366, height: 768 };
+const context = await browser.newContext({ viewport });
 const page = await context.newPage();
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
@@ -49,6 +51,58 @@ async function trainToEnd(label) {
 // 0. How long a visitor waits: page load to the adapter card and to the first step (median of
 // five fresh loads), and each other preset's first step. Whole runs: tests/e2e/timing.mjs alone.
 await timeLoads(browser, base, check);
+
+// 0b. The first screen as a newcomer meets it (the default preset, a fresh browser): Start, the
+// data and model and the memory chart without scrolling, the guided tour's first line, no
+// notice about plans until Plan is pressed. Then mid-run: every chart has data while the run
+// goes. The tour closes for good.
+{
+  const fresh = await browser.newContext({ viewport });
+  const first = await fresh.newPage();
+  first.on('pageerror', (e) => errors.push(String(e)));
+  await first.goto(base);
+  await first.waitForSelector('#shader-f16', { timeout: 120_000 });
+  await first.screenshot({ path: path.join(shots, '0-first-screen.png') });
+  const inView = async (selector) => {
+    const box = await first.$eval(selector, (e) => { const r = e.getBoundingClientRect(); return { top: r.top, bottom: r.bottom, left: r.left, right: r.right }; });
+    return box.top >= 0 && box.left >= 0 && box.bottom <= viewport.height && box.right <= viewport.width;
+  };
+  for (const [selector, what] of [['#start', 'Start'], ['#memory-chart', 'the memory chart'], ['#data-panel select[name="preset"]', 'the preset'],
+    ['#scatter', 'the data'], ['input[name="model.hidden"]', 'the model'], ['#strategies-panel h3', 'the first strategy group']]) {
+    check(await inView(selector), `first screen at 1366x768: ${what} visible without scrolling`);
+  }
+  check(await first.$eval('#tour', (t) => t.dataset.stop) === 'start', 'the guided first run starts at "press Start"');
+  check(await first.$('#plan-note') === null, 'no notice about plans at load');
+  const groups = await first.$$eval('#strategies-panel .group h3', (hs) => hs.map((h) => h.firstChild.textContent.trim()));
+  check(['Activations', 'Weights and data', 'Gradients and optimizer state', 'The allocator'].every((g) => groups.includes(g)),
+    `strategies grouped by what they shrink (${groups.join(', ')})`);
+  const claimLines = await first.$$eval('#strategies-panel .claim', (cs) => cs.map((c) => c.getBoundingClientRect().height));
+  check(claimLines.length > 10 && claimLines.every((h) => h < 20), `each claim is one line (${claimLines.length} claims)`);
+  await first.$eval('#start', (b) => b.click());
+  await first.waitForFunction(() => Number(document.querySelector('#loss-chart svg')?.dataset.points) > 0
+    && Number(document.querySelector('#throughput-chart svg')?.dataset.points) > 0, null, { timeout: 600_000 });
+  const midRun = { status: await first.textContent('#status'), steps: await first.textContent('.progress') };
+  const charts = {};
+  for (const id of ['memory-chart', 'category-chart', 'one-step-chart', 'loss-chart', 'throughput-chart']) {
+    charts[id] = await first.$eval(`#${id} svg`, (svg) => Number(svg.dataset.points));
+  }
+  console.log(`     mid-run (${midRun.status}, ${midRun.steps}): points ${JSON.stringify(charts)}`);
+  check(midRun.status === 'training' && Object.values(charts).every((n) => n > 0), 'every chart shows data while the run goes');
+  check(await first.$eval('#tour', (t) => t.dataset.stop) === 'watch', 'the tour moves on to "watch in use" once the run starts');
+  const ticks = await first.$$eval('#memory-chart svg text.tick', (ts) => ts.map((t) => t.textContent));
+  const unit = await first.textContent('#memory-chart .unit');
+  const numbers = ticks.filter((t) => /^[\d.]+$/.test(t)).map(Number);
+  const gap = numbers[1] - numbers[0];
+  check(numbers.length >= 3 && numbers.every((n, i) => Math.abs(n - i * gap) < 1e-9) && [1, 2, 5].some((m) => Number((gap / 10 ** Math.floor(Math.log10(gap))).toFixed(6)) === m),
+    `memory chart ticks at round steps in one unit (${numbers.join(', ')} ${unit})`);
+  await first.screenshot({ path: path.join(shots, '1-mid-run.png') });
+  await first.$eval('#reset', (b) => b.click());
+  await first.$eval('#tour-close', (b) => b.click());
+  await first.reload();
+  await first.waitForSelector('#shader-f16', { timeout: 120_000 });
+  check(await first.$('#tour') === null, 'a closed tour stays closed after a reload');
+  await fresh.close();
+}
 
 // 1. First load: the adapter card fills, training runs, the charts fill.
 const loadStarted = Date.now();
@@ -92,12 +146,12 @@ async function hover(id, fraction) {
   return page.textContent(`#${id}-readout`);
 }
 const memoryReadout = await hover('memory-chart', 0.6);
-check(/^step \d+: in use: the step's high-water [\d.]+ MiB/.test(memoryReadout), `hovering the memory chart reads out a step: "${memoryReadout}"`);
+check(/^step \d+: in use: the step's high-water [\d.]+ (KiB|MiB)/.test(memoryReadout), `hovering the memory chart reads out a step: "${memoryReadout}"`);
 const categoryReadout = await hover('category-chart', 0.5);
-check(/^step \d+: parameter [\d.]+ · optimizer state [\d.]+ · input [\d.]+ · activation [\d.]+ · gradient [\d.]+ · other [\d.]+ \(total [\d.]+ MiB\)$/.test(categoryReadout),
+check(/^step \d+: parameter [\d.]+ · optimizer state [\d.]+ · input [\d.]+ · activation [\d.]+ · gradient [\d.]+ · other [\d.]+ \(total [\d.]+ (KiB|MiB)\)$/.test(categoryReadout),
   `hovering the stacked chart reads out each category: "${categoryReadout}"`);
 const stepReadout = await hover('one-step-chart', 0.3);
-check(/^reading \d+ \((upload|forward|backward|optimizer|eval)\): [\d.]+ MiB in use$/.test(stepReadout), `hovering one step reads out a launch: "${stepReadout}"`);
+check(/^reading \d+ \((upload|forward|backward|optimizer|eval)\): [\d.]+ (KiB|MiB) in use$/.test(stepReadout), `hovering one step reads out a launch: "${stepReadout}"`);
 // Throughput counts steps the device finished (their losses back), so no point may run ahead
 // of the completed ms/step the summary reports (queued steps would, several times over).
 const completedMs = Number((await page.textContent('#completed-ms')).match(/[\d.]+/)[0]);
@@ -109,6 +163,7 @@ for (const fraction of [0.1, 0.3, 0.5, 0.7, 0.95]) {
 check(rates.every((r) => r > 0 && r <= 2 * 1000 / completedMs),
   `throughput read at five points (${rates.map((r) => r.toFixed(2)).join(', ')} steps/s) stays within 2x of the completed ${completedMs} ms/step`);
 await page.screenshot({ path: path.join(shots, '1-trained.png'), fullPage: true });
+check(await page.$eval('#tour', (t) => t.dataset.stop) === 'accumulate', 'after a finished run the tour asks for gradient accumulation');
 await page.mouse.move(0, 0);
 await page.$eval('#pin', (b) => b.click());
 
@@ -116,13 +171,15 @@ await page.$eval('#pin', (b) => b.click());
 await page.fill('input[name="strategies.grad_accumulation"]', '4');
 await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
 check(page.url().includes('strategies.grad_accumulation=4'), 'the URL carries the strategy');
-// Plans: off on WebGPU's exclusive pages, saying why, with the native command for this config.
-const planButton = await page.$eval('#plan', (b) => ({ off: b.disabled, why: b.title }));
+// Plans: off on WebGPU's exclusive pages, said at the Plan button, with the native command.
+await page.$eval('#plan', (b) => b.click());
+const planNote = await page.textContent('#plan-note');
 const planCommand = await page.textContent('#plan-command');
-check(planButton.off && planButton.why.includes('exclusive pages'), `Plan is off and says why: "${planButton.why}"`);
+check(planNote.includes('exclusive pages'), `Plan says at the button why plans run natively: "${planNote.slice(0, 90)}..."`);
 check(planCommand.startsWith('vramlab plan --preset spiral-mlp') && planCommand.includes('--set strategies.grad_accumulation=4'),
   `the page gives the native plan command: "${planCommand}"`);
 await trainToEnd('with grad_accumulation=4');
+check(await page.$eval('#tour', (t) => t.dataset.stop) === 'compare', 'the tour ends at comparing with the pinned run');
 const on = await trainingMiB();
 console.log(`     high-water in use of the training steps: ${off} MiB -> ${on} MiB with grad_accumulation=4`);
 check(on < 0.7 * off, 'the measured peak falls with gradient accumulation');
@@ -278,21 +335,21 @@ check(refused.includes('batch_size') && refused.includes('1..='), `bad edit refu
 // here" and a reason. With VRAMLAB_CLAIMS_JSON (the output of `vramlab claims --json` on the
 // same catalog) the verdicts are compared claim by claim and every difference is printed.
 await page.$eval('#reset', (b) => b.click());
-await page.$eval('.strategy .lesson-link', (b) => b.click());
-const linkedCard = await page.evaluate(() => {
-  const cards = [...document.querySelectorAll('#lessons .lesson')];
-  const seen = cards.find((c) => { const b = c.getBoundingClientRect(); return b.top >= -1 && b.top < window.innerHeight; });
-  return seen?.dataset.field;
+await page.$eval('.strategy[data-field="strategies.grad_accumulation"] .lesson-link', (b) => b.click());
+const linkedCard = await page.$eval('#lessons .lesson[data-field="strategies.grad_accumulation"]', (c) => {
+  const b = c.getBoundingClientRect();
+  return { open: c.open, seen: b.top >= -1 && b.top < window.innerHeight };
 });
-check(linkedCard !== undefined && linkedCard.startsWith('strategies.'), `a strategy's lesson link scrolls to its card (${linkedCard})`);
+check(linkedCard.open && linkedCard.seen, `a strategy's lesson link opens its card in view (${JSON.stringify(linkedCard)})`);
+await page.$eval('#lessons .lesson[data-field="strategies.grad_accumulation"]', (c) => { c.open = false; });
 const lessonsStarted = Date.now();
 await page.$eval('#run-all-lessons', (b) => b.click());
 await page.waitForFunction(() => /all in/.test(document.querySelector('#lessons-status')?.textContent ?? ''),
   null, { timeout: 1_200_000 });
 const lessonsSeconds = (Date.now() - lessonsStarted) / 1000;
-const lessonRows = await page.$$eval('#lessons-summary tbody tr', (trs) => trs.map((tr) => ({
-  field: tr.dataset.field, claim: tr.dataset.claim, verdict: tr.dataset.verdict,
-  text: tr.querySelector('.verdict').textContent.trim() })));
+const lessonRows = await page.$$eval('#lessons .lesson', (cards) => cards.map((card) => ({
+  field: card.dataset.field, claim: card.dataset.claim, verdict: card.dataset.verdict,
+  text: card.querySelector('.verdict').textContent.trim() })));
 const cardReasons = await page.$$eval('#lessons .lesson .verdict', (ps) => ps.map((p) => p.textContent.trim()));
 console.log(`     run all lessons: ${lessonRows.length} cards in ${lessonsSeconds.toFixed(1)} s (${await page.textContent('#lessons-status')})`);
 for (const [i, row] of lessonRows.entries()) console.log(`       ${row.field}: ${row.claim}: ${cardReasons[i]}`);
@@ -323,11 +380,15 @@ const exportedLessons = JSON.parse(fs.readFileSync(lessonsFile, 'utf8'));
 check(exportedLessons.rows.length === lessonRows.length && exportedLessons.seconds > 0,
   `lessons exported as JSON (${exportedLessons.rows.length} rows, ${exportedLessons.seconds.toFixed(1)} s)`);
 await page.screenshot({ path: path.join(shots, '7-lessons.png'), fullPage: true });
+// The lessons as a visitor opens them: the grid, a few cards open with their runs drawn.
+await page.$$eval('#lessons .lesson', (cards) => cards.filter((c) => c.dataset.verdict !== 'n').slice(0, 2).forEach((c) => { c.open = true; }));
+await page.$eval('#lessons', (l) => l.scrollIntoView());
+await page.screenshot({ path: path.join(shots, '7-lessons-open.png') });
 const shareHref = await page.$eval('#lessons-share', (a) => a.getAttribute('href'));
 const sharedPage = await context.newPage();
 await sharedPage.goto(`${base}${shareHref}`);
 await sharedPage.waitForSelector('#lessons-shared', { timeout: 60_000 });
-const sharedVerdicts = await sharedPage.$$eval('#lessons-summary tbody tr .verdict', (tds) => tds.map((td) => td.textContent));
+const sharedVerdicts = await sharedPage.$$eval('#lessons .lesson .badge', (bs) => bs.map((b) => b.textContent));
 check(sharedVerdicts.filter((v) => v.includes('from the link')).length === lessonRows.length,
   `the lessons' link shows the same table elsewhere (${shareHref})`);
 // The page reads its URL when it starts: a new hash alone is not a new visit.

@@ -6,6 +6,7 @@ mod finder;
 mod finetune;
 mod fused_ops;
 mod high_water;
+mod imports;
 mod memory;
 mod plan;
 mod readme;

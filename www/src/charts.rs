@@ -1,8 +1,10 @@
 //! Charts drawn as SVG by Leptos: a line chart with optional horizontal reference lines, a
-//! marker and a read-out of the hovered step, and a bar row for the phases of one step. A series longer than [`MAX_POINTS`] is thinned before
-//! drawing, so a long run keeps the page fast.
+//! marker and a read-out of the hovered step, and a bar row for the phases of one step. A
+//! series longer than [`MAX_POINTS`] is thinned before drawing, so a long run keeps the page
+//! fast. Every chart ticks its y axis at round numbers in one unit ([`Axis`]).
 
 use leptos::prelude::*;
+pub use vramlab::engine::plot::Axis;
 use vramlab::engine::plot::thin;
 
 pub const W: f64 = 560.0;
@@ -23,6 +25,7 @@ pub struct Series {
     pub dashed: bool,
 }
 
+/// A horizontal line at `y`, labelled with its name and its value in the chart's unit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
     pub label: String,
@@ -37,25 +40,6 @@ pub struct Marker {
     pub label: String,
 }
 
-pub fn fmt_tick(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// A value in a read-out: two decimals, or three significant figures below 1.
-pub fn fmt_value(v: f64) -> String {
-    if v.abs() >= 1.0 || v == 0.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 /// What a line chart draws: the thinned series and its scales.
 #[derive(Clone, Debug, PartialEq)]
 struct Frame {
@@ -63,7 +47,7 @@ struct Frame {
     rules: Vec<Rule>,
     marker: Option<Marker>,
     x_max: f64,
-    y_max: f64,
+    axis: Axis,
 }
 
 impl Frame {
@@ -72,7 +56,7 @@ impl Frame {
     }
 
     fn sy(&self, y: f64) -> f64 {
-        TOP + (1.0 - (y / self.y_max).clamp(0.0, 1.0)) * (H - TOP - BOTTOM)
+        TOP + (1.0 - (y / self.axis.top_given()).clamp(0.0, 1.0)) * (H - TOP - BOTTOM)
     }
 
     /// The data x at view-box x `vx`.
@@ -94,7 +78,7 @@ impl Frame {
 }
 
 /// The frame's guide line at the hovered step, and the read-out of every series there.
-fn hover_view(frame: &Frame, vx: f64, unit: &'static str) -> Option<(AnyView, String)> {
+fn hover_view(frame: &Frame, vx: f64) -> Option<(AnyView, String)> {
     let xs = frame.xs();
     let x = xs[crate::hover::nearest(&xs, frame.x_at(vx))?];
     let values = frame
@@ -104,7 +88,7 @@ fn hover_view(frame: &Frame, vx: f64, unit: &'static str) -> Option<(AnyView, St
             s.points
                 .iter()
                 .find(|p| p.0 == x)
-                .map(|p| format!("{} {} {unit}", s.name, fmt_value(p.1)))
+                .map(|p| format!("{} {}", s.name, frame.axis.reading(p.1)))
         })
         .collect::<Vec<_>>()
         .join(" · ");
@@ -114,7 +98,8 @@ fn hover_view(frame: &Frame, vx: f64, unit: &'static str) -> Option<(AnyView, St
 }
 
 /// A line chart over steps, with a read-out of each series at the hovered step. `series`,
-/// `rules` and `marker` are read inside closures so the chart redraws.
+/// `rules` and `marker` are read inside closures so the chart redraws. `unit` is the unit the
+/// points are in; a chart of MiB may read in KiB or GiB. `empty` is what it says with no points.
 #[component]
 pub fn LineChart(
     title: &'static str,
@@ -122,6 +107,7 @@ pub fn LineChart(
     #[prop(into)] series: Signal<Vec<Series>>,
     #[prop(into, optional)] rules: Option<Signal<Vec<Rule>>>,
     #[prop(into, optional)] marker: Option<Signal<Option<Marker>>>,
+    #[prop(into, optional)] empty: Option<Signal<String>>,
     /// Test hook: the chart's id in the DOM.
     #[prop(into)]
     id: String,
@@ -144,13 +130,13 @@ pub fn LineChart(
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .chain(rules.iter().map(|r| r.y))
             .filter(|y| y.is_finite());
-        let y_max = ys.fold(0.0_f64, f64::max).max(1e-9) * 1.08;
+        let axis = Axis::new(ys.fold(0.0_f64, f64::max), unit);
         Frame {
             series,
             rules,
             marker,
             x_max,
-            y_max,
+            axis,
         }
     });
     let hovered = RwSignal::new(None::<f64>);
@@ -168,23 +154,31 @@ pub fn LineChart(
                     .collect::<Vec<_>>()
                     .join(" ");
                 let dash = if s.dashed { "5 4" } else { "" };
+                // A lone point draws no line: mark it.
+                let lone = match s.points.as_slice() {
+                    [(x, y)] if y.is_finite() => Some(view! {
+                        <circle cx=frame.sx(*x) cy=frame.sy(*y) r="3" fill=s.color />
+                    }),
+                    _ => None,
+                };
                 view! {
                     <polyline points=points fill="none" stroke=s.color stroke-width="1.8"
                         stroke-dasharray=dash />
+                    {lone}
                 }
             })
             .collect_view();
-        let rule_lines = rules_view(&frame.rules, &|y| frame.sy(y));
+        let rule_lines = rules_view(&frame.rules, &frame.axis, &|y| frame.sy(y));
         let marker = frame.marker.as_ref().map(|m| marker_view(m, frame.sx(m.x)));
-        let ticks = ticks_view(frame.y_max, &|y| frame.sy(y));
+        let ticks = ticks_view(&frame.axis, &|y| frame.sy(y));
         let legend = legend_view(frame.series.iter().map(|s| (s.name.clone(), s.color)));
         let points = frame.series.iter().map(|s| s.points.len()).sum::<usize>();
         if points == 0 && frame.marker.is_none() {
-            return empty_chart();
+            return empty_chart(&empty.map_or_else(|| NO_RUN.to_string(), |e| e.get()));
         }
         let guide = {
             let frame = frame.clone();
-            move || hover_view(&frame, hovered.get()?, unit).map(|(guide, _)| guide)
+            move || hover_view(&frame, hovered.get()?).map(|(guide, _)| guide)
         };
         view! {
             <svg viewBox=format!("0 0 {W} {H}") class="chart" data-points=points
@@ -207,40 +201,45 @@ pub fn LineChart(
     };
     let readout = move || {
         let vx = hovered.get()?;
-        hover_view(&frame.get(), vx, unit).map(|(_, text)| text)
+        hover_view(&frame.get(), vx).map(|(_, text)| text)
     };
     let readout_id = format!("{id}-readout");
+    let shown_unit = move || frame.with(|f| f.axis.unit);
     view! {
         <figure class="chart-box" id=id>
-            <figcaption>{title} <span class="unit">"(" {unit} ")"</span></figcaption>
+            <figcaption>{title} <span class="unit">"(" {shown_unit} ")"</span></figcaption>
             {body}
             <div class="readout" id=readout_id>{readout}</div>
         </figure>
     }
 }
 
-/// The placeholder before a run has put any point on a chart.
-pub fn empty_chart() -> AnyView {
+/// What an empty chart says when no run is going.
+pub const NO_RUN: &str = "no data yet: press Start";
+
+/// The placeholder before a run has put any point on a chart, saying why.
+pub fn empty_chart(message: &str) -> AnyView {
     view! {
         <svg viewBox=format!("0 0 {W} {H}") class="chart" data-points=0>
             <text x=W / 2.0 y=H / 2.0 text-anchor="middle" class="tick">
-                "no data yet: start a run"
+                {message.to_string()}
             </text>
         </svg>
     }
     .into_any()
 }
 
-/// Dashed horizontal lines with their labels at the right.
-pub fn rules_view(rules: &[Rule], sy: &dyn Fn(f64) -> f64) -> impl IntoView + use<> {
+/// Dashed horizontal lines with their labels (name and value) at the right.
+pub fn rules_view(rules: &[Rule], axis: &Axis, sy: &dyn Fn(f64) -> f64) -> impl IntoView + use<> {
     rules
         .iter()
         .map(|r| {
             let y = sy(r.y);
+            let label = format!("{} {}", r.label, axis.reading(r.y));
             view! {
                 <line x1=LEFT x2=W - 8.0 y1=y y2=y stroke=r.color stroke-dasharray="3 3" />
                 <text x=W - 10.0 y=y - 3.0 text-anchor="end" class="rule-label" fill=r.color>
-                    {r.label.clone()}
+                    {label}
                 </text>
             }
         })
@@ -258,14 +257,17 @@ pub fn marker_view(marker: &Marker, x: f64) -> impl IntoView + use<> {
     }
 }
 
-/// Five y ticks from 0 to the top of the scale.
-pub fn ticks_view(y_max: f64, sy: &dyn Fn(f64) -> f64) -> impl IntoView + use<> {
-    (0..=4)
-        .map(|i| {
-            let v = y_max / 1.08 * i as f64 / 4.0;
+/// The axis's ticks, from 0 to its top, each with a faint grid line; `sy` takes values in the
+/// chart's own unit.
+pub fn ticks_view(axis: &Axis, sy: &dyn Fn(f64) -> f64) -> impl IntoView + use<> {
+    axis.ticks()
+        .into_iter()
+        .map(|tick| {
+            let y = sy(tick / axis.scale);
             view! {
-                <text x=LEFT - 4.0 y=sy(v) + 4.0 text-anchor="end" class="tick">
-                    {fmt_tick(v)}
+                <line x1=LEFT x2=W - 8.0 y1=y y2=y class="grid" />
+                <text x=LEFT - 4.0 y=y + 4.0 text-anchor="end" class="tick">
+                    {axis.label(tick)}
                 </text>
             }
         })

@@ -1,47 +1,14 @@
-//! The configuration panels: preset, data, model, training and strategies. Every control edits
-//! one field through the engine's `path=value` overrides, so the page refuses exactly what the
-//! CLI refuses, with the same message naming the field.
+//! The configuration panels: preset, data and model, training; and the controls every panel
+//! uses. Every control edits one field through the engine's `path=value` overrides, so the page
+//! refuses exactly what the CLI refuses, with the same message naming the field.
 
 use leptos::prelude::*;
 use vramlab::engine::config::{InputKind, ModelKind};
-use vramlab::engine::overrides::apply_override;
-use vramlab::engine::presets::{PRESETS, preset};
-use vramlab::engine::strategies::catalog::{self, CATALOG, Entry};
+use vramlab::engine::presets::PRESETS;
+use vramlab::engine::strategies::catalog::{self, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
-use crate::lessons::{card_id, scroll_to};
-
-/// The page's editable state.
-#[derive(Clone, Copy)]
-pub struct Editor {
-    pub preset: RwSignal<String>,
-    pub config: RwSignal<RunConfig>,
-    /// The last refused edit, naming the field and its range.
-    pub refused: RwSignal<Option<String>>,
-}
-
-impl Editor {
-    pub fn set(&self, path: &str, value: &str) {
-        let current = self.config.get_untracked();
-        let next = apply_override(&current, &format!("{path}={value}"))
-            .and_then(|c| c.validate().map(|()| c));
-        match next {
-            Ok(config) => {
-                self.config.set(config);
-                self.refused.set(None);
-            }
-            Err(err) => self.refused.set(Some(err.to_string())),
-        }
-    }
-
-    pub fn load_preset(&self, name: &str) {
-        if let Ok(config) = preset(name) {
-            self.preset.set(name.to_string());
-            self.config.set(config);
-            self.refused.set(None);
-        }
-    }
-}
+use crate::editor::Editor;
 
 fn json_field(config: &RunConfig, path: &str) -> String {
     let mut value = serde_json::to_value(config).unwrap_or_default();
@@ -100,11 +67,20 @@ fn choice(
     disabled_reason: Signal<Option<String>>,
 ) -> impl IntoView {
     let value = move || json_field(&editor.config.get(), path);
+    // A choice this adapter cannot run is shown, disabled, saying why where it is chosen.
     let options = choices
         .iter()
         .map(|&c| {
             let off = move || needs_f16.contains(&c) && disabled_reason.get().is_some();
-            view! { <option value=c disabled=off>{c}</option> }
+            let text = move || {
+                if off() {
+                    format!("{c} (needs shader-f16)")
+                } else {
+                    c.to_string()
+                }
+            };
+            let why = move || off().then(|| disabled_reason.get()).flatten();
+            view! { <option value=c disabled=off title=why>{text}</option> }
         })
         .collect_view();
     view! {
@@ -122,7 +98,7 @@ fn choice(
 }
 
 /// A catalog entry's control: a choice, or a field for a number.
-fn control(editor: Editor, entry: &'static Entry, no_f16: Signal<Option<String>>) -> AnyView {
+pub fn control(editor: Editor, entry: &'static Entry, no_f16: Signal<Option<String>>) -> AnyView {
     if entry.choices.is_empty() {
         field(editor, entry.label, entry.field, entry.explain).into_any()
     } else {
@@ -143,51 +119,23 @@ fn entry(field_name: &str) -> &'static Entry {
     catalog::find(field_name).expect("the catalog lists every field the page edits")
 }
 
+/// Why f16 choices are off on `adapter`, if they are.
+pub fn no_f16(adapter: RwSignal<Option<AdapterInfo>>) -> Signal<Option<String>> {
+    Signal::derive(move || {
+        adapter.get().and_then(|a| {
+            (!a.shader_f16)
+                .then(|| format!("{} has no shader-f16: f16 would fall back to f32", a.name))
+        })
+    })
+}
+
 #[component]
-pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> impl IntoView {
+pub fn ConfigPanel(editor: Editor) -> impl IntoView {
     let kind = move || editor.config.with(|c| c.model.kind);
     let input = move || editor.config.with(|c| c.data.kind.input_kind());
     let presets = PRESETS
         .iter()
         .map(|p| view! { <option value=p.name title=p.purpose>{p.name}</option> })
-        .collect_view();
-    let no_f16 = Signal::derive(move || {
-        adapter.get().and_then(|a| {
-            (!a.shader_f16)
-                .then(|| format!("{} has no shader-f16: f16 would fall back to f32", a.name))
-        })
-    });
-    let strategies = CATALOG
-        .iter()
-        .filter(|entry| entry.is_strategy())
-        .map(|entry| {
-            let reason = (!entry.f16_choices.is_empty()).then_some(move || {
-                no_f16
-                    .get()
-                    .map(|r| view! { <p class="disabled-reason">{r}</p> })
-            });
-            let claims = entry
-                .claims
-                .iter()
-                .map(|claim| {
-                    let card = card_id(entry, claim);
-                    let link = card.map(|card| view! {
-                        " "
-                        <button class="lesson-link" title="this claim's lesson: run it off and on"
-                            on:click=move |_| scroll_to(&card)>"lesson"</button>
-                    });
-                    view! { <p class="claim">"Claim: " {claim.folklore} {link}</p> }
-                })
-                .collect_view();
-            view! {
-                <div class="strategy">
-                    {control(editor, entry, no_f16)}
-                    <p class="explain">{entry.explain}</p>
-                    {claims}
-                    {reason}
-                </div>
-            }
-        })
         .collect_view();
     view! {
         <section class="panel" id="data-panel">
@@ -234,19 +182,22 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
                 }.into_any(),
             }}
         </section>
+    }
+}
+
+/// The training fields: how long, how big a batch, and the memory budget the run must fit.
+#[component]
+pub fn TrainingPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> impl IntoView {
+    let no_f16 = no_f16(adapter);
+    view! {
         <section class="panel" id="training-panel">
             <h2>"Training"</h2>
-            {control(editor, entry("optimizer"), no_f16)}
             {field(editor, "learning rate", "learning_rate", "step size")}
             {control(editor, entry("batch_size"), no_f16)}
             {control(editor, entry("eval_batch_size"), no_f16)}
             {control(editor, entry("budget"), no_f16)}
             {field(editor, "steps", "steps", "optimizer steps")}
             {field(editor, "evaluate every", "eval_every", "steps between evaluations (0: only at the end)")}
-        </section>
-        <section class="panel" id="strategies-panel">
-            <h2>"Strategies"</h2>
-            {strategies}
         </section>
     }
 }

@@ -8,8 +8,8 @@ use vramlab::engine::finder::{
 };
 use vramlab::engine::{EngineError, Purpose, RunConfig};
 
-use crate::app::mib;
-use crate::config_panel::Editor;
+use crate::editor::Editor;
+use crate::format::{mib, out_of_memory_text};
 use crate::session::{self, Session};
 
 /// The engine's in-process trials, handing the page back to the browser between them.
@@ -88,7 +88,7 @@ pub fn FinderPanel(editor: Editor) -> impl IntoView {
                     None => match search.smallest_failure() {
                         Some((batch, oom)) => format!(
                             "no batch fits this budget: even batch {batch} ran out of memory.\n{}",
-                            crate::app::out_of_memory_text(oom)
+                            out_of_memory_text(oom)
                         ),
                         None => "no batch fits this budget".to_string(),
                     },

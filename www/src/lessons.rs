@@ -14,9 +14,10 @@ use vramlab::engine::outcome::OutOfMemory;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
 
-use crate::app::{download, mib};
+use crate::browser::{download, scroll_to};
 use crate::charts::{LineChart, Series};
-use crate::config_panel::Editor;
+use crate::editor::Editor;
+use crate::format::mib;
 use crate::session::{Session, now_ms, yield_to_browser};
 
 /// Set while lessons run: the page's own Start waits, since both would share the device.
@@ -34,16 +35,6 @@ pub fn card_id(entry: &Entry, claim: &Claim) -> Option<String> {
     catalog::claims()
         .position(|(e, c)| e.field == entry.field && c.folklore == claim.folklore)
         .map(|i| format!("lesson-{i}"))
-}
-
-/// Scroll the element with `id` into view (a button, so the URL keeps the configuration).
-pub fn scroll_to(id: &str) {
-    if let Some(element) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(id))
-    {
-        element.scroll_into_view();
-    }
 }
 
 /// One card's outcome, as the summary table, the exports and the URL carry it.
@@ -395,51 +386,18 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
             .filter(|v| **v == Some(Verdict::Holds))
             .count();
         format!(
-            "A shared link's verdicts are shown in the table (\"from the link\") until these \
+            "A shared link's verdicts are shown on the cards (\"from the link\") until these \
              lessons run here: {holds} of {count} held where they were run."
         )
     });
     let shared = StoredValue::new(shared);
-
-    let summary = move || {
-        all_claims()
-            .into_iter()
-            .enumerate()
-            .map(|(i, (entry, claim))| {
-                let outcome = move || outcomes.with(|o| o[i].clone());
-                let from_link = move || shared.with_value(|s| s.as_ref().and_then(|s| s[i]));
-                let verdict = move || match outcome() {
-                    Some(o) => o.row.verdict.to_string(),
-                    None => from_link().map_or(String::new(), |v| format!("{v} (from the link)")),
-                };
-                let figures = move || {
-                    outcome().map_or(String::new(), |o| match (o.row.off, o.row.on) {
-                        (Some(a), Some(b)) if a.median > 0.0 => {
-                            format!("{:.2}x", b.median / a.median)
-                        }
-                        _ => String::new(),
-                    })
-                };
-                let data_verdict =
-                    move || outcome().map(|o| letter(Some(o.row.verdict)).to_string());
-                view! {
-                    <tr data-field=entry.field data-claim=claim.folklore data-verdict=data_verdict>
-                        <td><code>{entry.field}</code></td>
-                        <td>{claim.folklore}</td>
-                        <td class="verdict">{verdict}</td>
-                        <td>{figures}</td>
-                        <td>{move || outcome().map(|o| format!("{:.1}", o.row.seconds))}</td>
-                    </tr>
-                }
-            })
-            .collect_view()
-    };
 
     let cards = claims
         .into_iter()
         .enumerate()
         .map(|(i, (entry, claim))| {
             let outcome = move || outcomes.with(|o| o[i].clone());
+            let from_link = move || shared.with_value(|s| s.as_ref().and_then(|s| s[i]));
             let series = Signal::derive(move || {
                 outcomes.with(|o| {
                     o[i].as_ref()
@@ -457,25 +415,50 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
                 if claim.off.is_empty() { "no change".to_string() } else { claim.off.join(", ") },
                 if claim.on.is_empty() { "a budget of half the high-water in use".to_string() } else { claim.on.join(", ") },
             );
-            let verdict = move || {
+            // The card's line when closed: the verdict (or where it stands), the ratio, the time.
+            let badge = move || {
                 if current.get() == Some(i) {
-                    return view! { <p class="verdict running">"running…"</p> }.into_any();
+                    return ("running…".to_string(), "r".to_string());
                 }
-                match outcome() {
-                    Some(o) => view! {
-                        <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()>
-                            <strong>{o.row.verdict.to_string()}</strong> ": " {o.row.reason.clone()}
-                        </p>
-                    }
-                    .into_any(),
-                    None => view! { <p class="verdict">"not run yet"</p> }.into_any(),
+                match (outcome(), from_link()) {
+                    (Some(o), _) => (o.row.verdict.to_string(), letter(Some(o.row.verdict)).to_string()),
+                    (None, Some(v)) => (format!("{v} (from the link)"), letter(Some(v)).to_string()),
+                    (None, None) => ("not run yet".to_string(), "-".to_string()),
                 }
             };
+            let figures = move || {
+                outcome().filter(|o| o.row.verdict != Verdict::NotRunHere).map_or(String::new(), |o| {
+                    let ratio = match (o.row.off, o.row.on) {
+                        (Some(a), Some(b)) if a.median > 0.0 => format!("{:.2}x · ", b.median / a.median),
+                        _ => String::new(),
+                    };
+                    format!("{ratio}{:.1} s", o.row.seconds)
+                })
+            };
+            let data_verdict = move || outcome().map(|o| letter(Some(o.row.verdict)).to_string());
+            let verdict = move || match outcome() {
+                Some(o) => view! {
+                    <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()>
+                        <strong>{o.row.verdict.to_string()}</strong> ": " {o.row.reason.clone()}
+                    </p>
+                }
+                .into_any(),
+                None => view! {
+                    <p class="verdict">"Not run yet: both runs train on this page's GPU, then the verdict shows here."</p>
+                }
+                .into_any(),
+            };
             view! {
-                <article class="lesson" id=format!("lesson-{i}") data-field=entry.field>
-                    <h3>{claim.folklore}</h3>
-                    <p class="explain"><code>{entry.field}</code> " on " {claim.base.label()} ", "
-                        {claim.steps} " steps, " {claim.metric.name()} ". " {sides}</p>
+                <details class="lesson" id=format!("lesson-{i}") data-field=entry.field
+                    data-claim=claim.folklore data-verdict=data_verdict>
+                    <summary>
+                        <span class="badge" data-verdict=move || badge().1>{move || badge().0}</span>
+                        <span class="figures">{figures}</span>
+                        <span class="lesson-claim">{claim.folklore}
+                            <code class="lesson-field">{entry.field}</code></span>
+                    </summary>
+                    <p class="explain">"On " <code>{claim.base.label()}</code> ", " {claim.steps}
+                        " steps, judged on " {claim.metric.name()} ". " {sides}</p>
                     <button class="run-lesson" disabled=busy on:click=move |_| run(vec![i])>"Run this lesson"</button>
                     " "
                     <button class="open-lesson" on:click=move |_| open_in_playground(editor, claim)>
@@ -487,43 +470,38 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
                         <LineChart title=chart_title unit="MiB" series=series
                             id=format!("lesson-chart-{i}") />
                     })}
-                </article>
+                </details>
             }
         })
         .collect_view();
 
     view! {
         <section class="panel" id="lessons">
-            <h2>"Lessons"</h2>
+            <div class="lessons-bar">
+                <h2>"Lessons"</h2>
+                <button id="run-all-lessons" disabled=busy on:click=move |_| run((0..count).collect())>
+                    "Run all lessons"
+                </button>
+                <progress id="lessons-progress" max=count value=move || done.get()></progress>
+                <span id="lessons-status" class="status">{move || {
+                    let seconds = all_seconds.get().map(|s| format!(", all in {s:.1} s")).unwrap_or_default();
+                    let now = current.get().map(|i| format!(": {}", all_claims()[i].1.folklore)).unwrap_or_default();
+                    format!("{} of {count} run{now}{seconds}", outcomes.with(|o| o.iter().flatten().count()))
+                }}</span>
+                <span class="exports">
+                    <button id="lessons-json" on:click=export_json>"Export JSON"</button>
+                    <button id="lessons-csv" on:click=export_csv>"Export CSV"</button>
+                    <a id="lessons-share" href=share title="these verdicts as a link">"Link to these verdicts"</a>
+                </span>
+            </div>
             <p class="explain">
                 "Each card is a piece of out-of-memory folklore, run without and with the tip on \
                  this browser's GPU (the same runs as " <code>"vramlab claims"</code> "), judged \
                  on the figure the claim is about: a verdict needs a difference beyond the \
-                 steps' spread."
+                 steps' spread. Open a card for its runs and why it came out so."
             </p>
             {shared_note.map(|n| view! { <p class="note" id="lessons-shared">{n}</p> })}
-            <button id="run-all-lessons" disabled=busy on:click=move |_| run((0..count).collect())>
-                "Run all lessons"
-            </button>
-            " "
-            <progress id="lessons-progress" max=count value=move || done.get()></progress>
-            <span id="lessons-status" class="status">{move || {
-                let seconds = all_seconds.get().map(|s| format!(", all in {s:.1} s")).unwrap_or_default();
-                let now = current.get().map(|i| format!(": {}", all_claims()[i].1.folklore)).unwrap_or_default();
-                format!(" {} of {count} run{now}{seconds}", outcomes.with(|o| o.iter().flatten().count()))
-            }}</span>
-            <table class="lessons-summary" id="lessons-summary">
-                <thead><tr><th>"field"</th><th>"claim"</th><th>"verdict"</th><th>"with / without"</th><th>"s"</th></tr></thead>
-                <tbody>{summary}</tbody>
-            </table>
-            <p>
-                <button id="lessons-json" on:click=export_json>"Export JSON"</button>
-                " "
-                <button id="lessons-csv" on:click=export_csv>"Export CSV"</button>
-                " "
-                <a id="lessons-share" href=share title="this table's verdicts as a link">"Link to these verdicts"</a>
-            </p>
-            {cards}
+            <div class="lesson-grid">{cards}</div>
         </section>
     }
 }

@@ -2,14 +2,22 @@
 //! training on the browser's WebGPU adapter.
 
 mod app;
+mod browser;
 mod charts;
 mod config_panel;
 mod data_preview;
+mod editor;
 mod finder_panel;
+mod format;
 mod hover;
 mod lessons;
 mod memory_charts;
+mod results;
+mod run_charts;
+mod run_controls;
 mod session;
+mod strategies_panel;
+mod tour;
 mod url_state;
 
 unsafe extern "C" {

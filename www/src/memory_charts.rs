@@ -6,11 +6,11 @@ use leptos::prelude::*;
 use vramlab::engine::memory::{Categories, MemoryPrediction, StepTrace};
 use vramlab::engine::phase::Phase;
 
-use crate::app::mib;
 use crate::charts::{
-    BOTTOM, H, LEFT, Marker, Rule, TOP, W, empty_chart, fmt_value, legend_view, marker_view,
+    Axis, BOTTOM, H, LEFT, Marker, NO_RUN, Rule, TOP, W, empty_chart, legend_view, marker_view,
     rules_view, ticks_view,
 };
+use crate::format::mib;
 use crate::hover;
 
 /// The categories' colours, in [`Categories::NAMES`] order (the CLI's categories.svg uses the
@@ -72,7 +72,7 @@ struct StackFrame {
     /// The pinned run's totals, for A/B.
     pinned: Vec<(f64, f64)>,
     x_max: f64,
-    y_max: f64,
+    axis: Axis,
 }
 
 impl StackFrame {
@@ -81,7 +81,7 @@ impl StackFrame {
     }
 
     fn sy(&self, y: f64) -> f64 {
-        TOP + (1.0 - (y / self.y_max).clamp(0.0, 1.0)) * (H - TOP - BOTTOM)
+        TOP + (1.0 - (y / self.axis.top_given()).clamp(0.0, 1.0)) * (H - TOP - BOTTOM)
     }
 }
 
@@ -114,9 +114,7 @@ pub fn CategoryChart(
             .chain(predicted.iter().map(|p| p.iter().sum()))
             .chain(rules.iter().map(|r| r.y))
             .chain(pinned.iter().map(|p| p.1))
-            .fold(0.0_f64, f64::max)
-            .max(1e-9)
-            * 1.08;
+            .fold(0.0_f64, f64::max);
         StackFrame {
             stacks,
             predicted,
@@ -124,14 +122,14 @@ pub fn CategoryChart(
             marker,
             pinned,
             x_max,
-            y_max,
+            axis: Axis::new(y_max, "MiB"),
         }
     });
     let hovered = RwSignal::new(None::<usize>);
     let body = move || {
         let frame = frame.get();
         if frame.stacks.is_empty() {
-            return empty_chart();
+            return empty_chart(NO_RUN);
         }
         let areas = (0..Categories::NAMES.len())
             .map(|index| {
@@ -205,13 +203,13 @@ pub fn CategoryChart(
                 on:mouseleave=move |_| hovered.set(None)>
                 <line x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM class="axis" />
                 <line x1=LEFT x2=PLOT_RIGHT y1=H - BOTTOM y2=H - BOTTOM class="axis" />
-                {ticks_view(frame.y_max, &|y| frame.sy(y))}
+                {ticks_view(&frame.axis, &|y| frame.sy(y))}
                 <text x=PLOT_RIGHT y=H - 6.0 text-anchor="end" class="tick">
                     {format!("step {last_step}")}
                 </text>
                 {areas}
                 {pinned}
-                {rules_view(&frame.rules, &|y| frame.sy(y))}
+                {rules_view(&frame.rules, &frame.axis, &|y| frame.sy(y))}
                 {marker}
                 {predicted}
                 {guide}
@@ -231,21 +229,22 @@ pub fn CategoryChart(
         let parts = Categories::NAMES
             .iter()
             .zip(stack.mib)
-            .map(|(name, v)| format!("{} {}", label(name), fmt_value(v)))
+            .map(|(name, v)| format!("{} {}", label(name), frame.axis.number(v)))
             .collect::<Vec<_>>()
             .join(" · ");
         Some(format!(
-            "step {}: {parts} (total {} MiB)",
+            "step {}: {parts} (total {})",
             stack.step,
-            fmt_value(stack.total())
+            frame.axis.reading(stack.total())
         ))
     };
+    let unit = move || frame.with(|f| f.axis.unit);
     view! {
         <figure class="chart-box" id="category-chart">
             <figcaption>
                 "Where the memory went: each step's high-water mark by category (measured, \
                  allocator differences), the analytic model's stack at the right (estimate)"
-                <span class="unit">" (MiB)"</span>
+                <span class="unit">" (" {unit} ")"</span>
             </figcaption>
             {body}
             <div class="readout" id="category-chart-readout">{readout}</div>
@@ -305,20 +304,23 @@ pub fn OneStepChart(
     #[prop(into)] rules: Signal<Vec<Rule>>,
 ) -> impl IntoView {
     let hovered = RwSignal::new(None::<usize>);
+    let axis = Memo::new(move |_| {
+        let peak = trace.with(|t| t.as_ref().map_or(0, |(trace, _)| trace.peak()));
+        let rules = rules.with(|rules| rules.iter().map(|r| r.y).fold(0.0, f64::max));
+        Axis::new(mib(peak).max(rules), "MiB")
+    });
     let body = move || {
         let Some((trace, failed)) = trace.get() else {
-            return empty_chart();
+            return empty_chart(NO_RUN);
         };
         let rules = rules.get();
         let n = trace.in_use_bytes.len();
         if n == 0 {
-            return empty_chart();
+            return empty_chart(NO_RUN);
         }
+        let axis = axis.get();
         let x_max = (n.max(2) - 1) as f64;
-        let y_max = mib(trace.peak())
-            .max(rules.iter().map(|r| r.y).fold(0.0, f64::max))
-            .max(1e-9)
-            * 1.08;
+        let y_max = axis.top_given();
         let sx = move |i: f64| LEFT + i / x_max * (W - LEFT - 8.0);
         let sy = move |y: f64| TOP + (1.0 - (y / y_max).clamp(0.0, 1.0)) * (H - TOP - BOTTOM);
         let points = trace
@@ -377,11 +379,11 @@ pub fn OneStepChart(
                 on:mouseleave=move |_| hovered.set(None)>
                 <line x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM class="axis" />
                 <line x1=LEFT x2=W - 8.0 y1=H - BOTTOM y2=H - BOTTOM class="axis" />
-                {ticks_view(y_max, &sy)}
+                {ticks_view(&axis, &sy)}
                 <text x=W - 8.0 y=H - 6.0 text-anchor="end" class="tick">
                     {format!("reading {n}")}
                 </text>
-                {rules_view(&rules, &sy)}
+                {rules_view(&rules, &axis, &sy)}
                 <polyline points=points fill="none" stroke="#222" stroke-width="1.6" />
                 {dots}
                 {failure}
@@ -397,9 +399,9 @@ pub fn OneStepChart(
         let bytes = trace.in_use_bytes.get(index)?;
         let phase = phase_at(&trace, index).map_or("after the last check point", Phase::name);
         Some(format!(
-            "reading {} ({phase}): {} MiB in use",
+            "reading {} ({phase}): {} in use",
             index + 1,
-            fmt_value(mib(*bytes))
+            axis.get().reading(mib(*bytes))
         ))
     };
     view! {
@@ -407,7 +409,7 @@ pub fn OneStepChart(
             <figcaption>
                 "The memory of one step: the hill of activations in forward, its release in \
                  backward (measured)"
-                <span class="unit">" (MiB)"</span>
+                <span class="unit">" (" {move || axis.get().unit} ")"</span>
             </figcaption>
             {body}
             <div class="readout" id="one-step-chart-readout">{readout}</div>

@@ -67,6 +67,8 @@ pub struct Live {
     /// Page-clock time (ms) at which each step's loss came back: the step had completed on the
     /// device. Steps return once queued, so their own ends would time the queue, not the work.
     pub completed_ms: RwSignal<Vec<f64>>,
+    /// Page-clock time (ms) at which the run's first step was queued: where throughput starts.
+    pub started_ms: RwSignal<Option<f64>>,
     pub prediction: RwSignal<Option<MemoryPrediction>>,
     pub batch_size: RwSignal<usize>,
     pub timeline: RwSignal<Option<Timeline>>,
@@ -91,6 +93,7 @@ impl Live {
             steps: RwSignal::new(Vec::new()),
             evals: RwSignal::new(Vec::new()),
             completed_ms: RwSignal::new(Vec::new()),
+            started_ms: RwSignal::new(None),
             prediction: RwSignal::new(None),
             batch_size: RwSignal::new(0),
             timeline: RwSignal::new(None),
@@ -106,6 +109,7 @@ impl Live {
         self.steps.set(Vec::new());
         self.evals.set(Vec::new());
         self.completed_ms.set(Vec::new());
+        self.started_ms.set(None);
         self.timeline.set(None);
         self.grid.set(None);
         self.trace.set(None);
@@ -256,6 +260,7 @@ impl Session {
                 Err(err) => return live.fail(err.to_string()),
             }
             live.status.set(Status::Running);
+            live.started_ms.set(Some(now_ms()));
             if run_through {
                 self.drive(generation).await;
             } else {
@@ -416,7 +421,7 @@ impl Session {
                 live.fail(match err {
                     EngineError::OutOfMemory(oom) => {
                         live.failed.set(Some(run.failed_step()));
-                        crate::app::out_of_memory_text(&oom)
+                        crate::format::out_of_memory_text(&oom)
                     }
                     _ => format!("step {}: {err}", run.steps_done() + 1),
                 });

@@ -1,0 +1,122 @@
+//! How a run starts: the config checked, the data and model built, the strategies set up, and
+//! what set-up left in use measured; or the same under a dry run, for a plan.
+
+use burn::cubecl::dry_run::DryRun;
+
+use crate::engine::config::RunConfig;
+use crate::engine::data::{BatchOrder, Dataset, split_sizes};
+use crate::engine::device::Gpu;
+use crate::engine::error::EngineError;
+use crate::engine::memory::categories::SetupBytes;
+use crate::engine::memory::largest::bindable;
+use crate::engine::memory::meter::Meter;
+use crate::engine::memory::{predict, sampler};
+use crate::engine::models::Model;
+use crate::engine::outcome::Site;
+use crate::engine::phase::Phase;
+use crate::engine::strategies::{Hooks, Setup};
+use crate::engine::suggest;
+use crate::engine::train::pace::Pace;
+use crate::engine::train::trainer::{Context, Trainer};
+use crate::engine::validate::Purpose;
+
+use super::Run;
+
+impl Run {
+    /// Validate the config, build data and model, and start from the device's baseline memory.
+    pub fn new(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
+        config.validate()?;
+        bindable(&config, &gpu.adapter)?;
+        let data =
+            Dataset::build(&config.data, config.seed).map_err(|message| EngineError::Device {
+                phase: "data".into(),
+                message,
+            })?;
+        Self::start(config.clone(), gpu, data, None)
+            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Run))
+    }
+
+    /// The same run under a dry run: every launch compiled and dropped, every allocation
+    /// carved by the real pools without device memory, on batches of zeros. What the
+    /// allocator reports is what it would hold; losses and accuracies are meaningless and
+    /// nothing read back steers the run. Its test split is one evaluation batch.
+    pub fn plan(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
+        config.validate_for(Purpose::Plan)?;
+        let (train, test) = split_sizes(&config.data);
+        // One evaluation batch, as large as a real run's largest: the test split may be smaller
+        // than `eval_batch_size` (digits: 449 samples against 512).
+        let data = Dataset::shapes(
+            &config.data,
+            train.max(config.batch_size),
+            test.min(config.eval_batch_size),
+        );
+        let dry_run = DryRun::new();
+        Self::start(config.clone(), gpu, data, Some(dry_run))
+            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Plan))
+    }
+
+    fn start(
+        config: RunConfig,
+        gpu: &Gpu,
+        data: Dataset,
+        dry_run: Option<DryRun>,
+    ) -> Result<Self, EngineError> {
+        let data = if config.model.is_decoder() {
+            data.next_token()
+        } else {
+            data
+        };
+        let budget = config
+            .budget
+            .map(|budget| budget.bytes(gpu.adapter.max_buffer_size));
+        // A previous run on this device may have left graphs and cached pages; start where a
+        // fresh process would, so runs compare.
+        sampler::start_clean(&gpu.device)?;
+        let baseline = sampler::read(&gpu.device, "start")?;
+        gpu.device.seed(config.seed);
+        let mut hooks = Hooks::new(&config, gpu);
+        let device = hooks.training_device(gpu.device.clone().autodiff());
+        let mut meter = Meter::new(&device, config.memory_sampling, budget, baseline);
+        let model = hooks.prepare_model(Model::build(&config, &data, &device));
+        model.initialise_params();
+        let with_weights = meter.read(Phase::Setup, Site::ModelParameters)?;
+        hooks.setup(&mut Setup {
+            data: &data,
+            device: &device,
+            meter: &mut meter,
+        })?;
+        let after_setup = meter.peek(Phase::Setup)?;
+        let setup = SetupBytes {
+            parameter: with_weights
+                .pooled_in_use_bytes
+                .saturating_sub(baseline.pooled_in_use_bytes),
+            resident_input: after_setup
+                .pooled_in_use_bytes
+                .saturating_sub(with_weights.pooled_in_use_bytes),
+            in_use: after_setup.pooled_in_use_bytes,
+        };
+        Ok(Self {
+            trainer: Trainer::new(&config, model, &device, &gpu.device),
+            order: BatchOrder::new(data.train.len, config.seed),
+            prediction: predict(&config),
+            baseline,
+            setup,
+            carried_in_use: setup.in_use,
+            last_trace: None,
+            steps: Vec::new(),
+            evals: Vec::new(),
+            latest_loss: None,
+            pace: Pace::default(),
+            ctx: Context {
+                config,
+                gpu: gpu.clone(),
+                device,
+                data,
+                hooks,
+                meter,
+                plan: dry_run.is_some(),
+            },
+            _dry_run: dry_run,
+        })
+    }
+}
