@@ -63,6 +63,16 @@ impl ConfigError {
     }
 }
 
+/// Input as an error message quotes it: whole when short, else its start and its length, so a
+/// megabyte pasted into a URL or a field does not come back as a megabyte of message.
+pub fn excerpt(text: &str) -> String {
+    const KEEP: usize = 60;
+    match text.char_indices().nth(KEEP) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}… ({} characters)", &text[..end], text.chars().count()),
+    }
+}
+
 /// Anything that stops a run after its config was accepted. The CLI maps this to exit code 1,
 /// or 3 for out-of-memory.
 #[derive(Debug, Error)]

@@ -4,6 +4,7 @@ mod cli;
 mod config_errors;
 mod finder;
 mod fused_ops;
+mod fuzz;
 mod high_water;
 mod memory;
 mod plan;

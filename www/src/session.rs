@@ -308,7 +308,7 @@ impl Session {
             let Ok(text) = text else {
                 return live.fail(format!("import: could not read {}", file.name()));
             };
-            match serde_json::from_str::<Timeline>(&text.as_string().unwrap_or_default()) {
+            match Timeline::from_json(&text.as_string().unwrap_or_default()) {
                 Ok(timeline) => {
                     live.batch_size.set(timeline.config.batch_size);
                     live.steps.set(timeline.steps.clone());

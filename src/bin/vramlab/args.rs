@@ -41,6 +41,10 @@ pub enum Command {
     /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
     /// for each model family.
     BenchAnalytic,
+    /// Feed every parser generated input (random bytes, and mutations of valid inputs that
+    /// know their shape) and count, per parser, inputs, panics and parses that held more
+    /// memory than a bound in their input's size. Exits 1 on any.
+    Fuzz(FuzzArgs),
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
@@ -54,6 +58,26 @@ pub struct BenchAttentionArgs {
     /// Only the timed steps on this machine's GPU.
     #[arg(long)]
     pub steps: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FuzzArgs {
+    /// Inputs per parser.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub inputs: u64,
+    /// The run's seed (a fresh one, printed, when left out).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Only this parser (repeatable): config-json, set, budget, url-hash, lessons-link,
+    /// import-json.
+    #[arg(long, value_name = "NAME")]
+    pub target: Vec<String>,
+    /// Print input INDEX of the run and parse it uncaught: the replay of a failure.
+    #[arg(long, requires = "seed", value_name = "INDEX")]
+    pub index: Option<u64>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Where a config comes from: a preset or a file, then overrides and a budget.
