@@ -41,6 +41,10 @@ pub enum Command {
     /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
     /// for each model family.
     BenchAnalytic,
+    /// Benchmark: long runs with Adam (10,000 steps of spiral-mlp and digits-cnn by default)
+    /// printing bytes in use at every step's end and reserved every 100 steps, then whether
+    /// they stayed flat. Minutes to hours: not part of the tests.
+    Soak(SoakArgs),
     /// Feed every parser generated input (random bytes, and mutations of valid inputs that
     /// know their shape) and count, per parser, inputs, panics and parses that held more
     /// memory than a bound in their input's size. Exits 1 on any.
@@ -58,6 +62,23 @@ pub struct BenchAttentionArgs {
     /// Only the timed steps on this machine's GPU.
     #[arg(long)]
     pub steps: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SoakArgs {
+    /// Presets to soak, in turn (repeatable).
+    #[arg(long = "preset", value_name = "NAME", default_values_t = ["spiral-mlp".to_string(), "digits-cnn".to_string()])]
+    pub presets: Vec<String>,
+    /// Steps of each run.
+    #[arg(long, default_value_t = 10_000)]
+    pub steps: usize,
+    /// The step from which in use and reserved must hold flat.
+    #[arg(long, default_value_t = 500)]
+    pub from: usize,
+    /// Override a field of every run (after optimizer=adam, step sampling, no evaluations
+    /// until the last step). Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
 }
 
 #[derive(Args, Debug)]

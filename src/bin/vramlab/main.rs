@@ -13,6 +13,7 @@ mod fuzz;
 mod plan;
 mod progress;
 mod report;
+mod soak;
 mod subprocess;
 
 use std::process::ExitCode;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args),
+        Some(Command::Soak(args)) => soak::run(&args),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {
