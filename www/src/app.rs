@@ -129,6 +129,8 @@ pub fn App() -> impl IntoView {
                 </section>
                 <PlanNote editor=editor pools=live.pools adapter=live.adapter />
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
+                {move || live.device_lost.get().map(|m| view! { <p class="error" id="device-lost">{m}" "
+                    <button id="reload" on:click=|_| crate::session::reload_page()>"Reload the page"</button></p> })}
                 <Charts live=live config=editor.config />
                 <Comparison pinned=live.pinned timeline=live.timeline />
                 <FinderPanel editor=editor />
