@@ -362,6 +362,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_bad_import_names_the_field() {
+        let err = Timeline::from_json(r#"{"summary": {"name": 3}}"#).unwrap_err();
+        assert!(err.starts_with("summary.name: invalid type"), "{err}");
+        let err = Timeline::from_json("3").unwrap_err();
+        assert!(err.starts_with("invalid type: integer"), "{err}");
+    }
+
+    #[test]
     fn a_diverged_evaluation_round_trips_through_json() {
         let eval = EvalRecord {
             step: 3,
