@@ -5,6 +5,7 @@ mod config_errors;
 mod finder;
 mod finetune;
 mod fused_ops;
+mod fuzz;
 mod high_water;
 mod imports;
 mod memory;

@@ -81,6 +81,8 @@ pub fn App() -> impl IntoView {
                 <RunControls editor=editor session=session lessons_running=lessons_running />
                 <TourLine tour=tour live=live config=editor.config />
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
+                {move || live.device_lost.get().map(|m| view! { <p class="error" id="device-lost">{m}" "
+                    <button id="reload" on:click=|_| crate::session::reload_page()>"Reload the page"</button></p> })}
                 <Charts live=live config=editor.config />
                 <Comparison pinned=live.pinned timeline=live.timeline />
                 <SummaryCard timeline=live.timeline />

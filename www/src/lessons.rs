@@ -10,6 +10,8 @@ use serde::Serialize;
 use vramlab::engine::claims::{
     Bench, Judgement, Measure, Verdict, budget_for, cannot_run, judge, judge_budget, side_config,
 };
+use vramlab::engine::link::verdicts::letter;
+pub use vramlab::engine::link::verdicts::shared_verdicts;
 use vramlab::engine::outcome::OutOfMemory;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
@@ -197,44 +199,6 @@ async fn run_lesson(
             on: None,
         },
     }
-}
-
-/// A verdict as one letter, for the shared URL.
-fn letter(verdict: Option<Verdict>) -> char {
-    match verdict {
-        Some(Verdict::Holds) => 'h',
-        Some(Verdict::HoldsPartly) => 'p',
-        Some(Verdict::DoesNotHoldHere) => 'd',
-        Some(Verdict::NotRunHere) => 'n',
-        Some(Verdict::NotMeasured) => 'm',
-        None => '-',
-    }
-}
-
-fn from_letter(c: char) -> Option<Verdict> {
-    match c {
-        'h' => Some(Verdict::Holds),
-        'p' => Some(Verdict::HoldsPartly),
-        'd' => Some(Verdict::DoesNotHoldHere),
-        'n' => Some(Verdict::NotRunHere),
-        'm' => Some(Verdict::NotMeasured),
-        _ => None,
-    }
-}
-
-/// The verdicts a shared URL carries (`lessons=` a letter per claim), or why they were refused.
-pub fn shared_verdicts(letters: &str) -> Result<Vec<Option<Verdict>>, String> {
-    let count = catalog::claims().count();
-    let verdicts: Vec<Option<Verdict>> = letters.chars().map(from_letter).collect();
-    let known = letters
-        .chars()
-        .all(|c| c == '-' || from_letter(c).is_some());
-    if letters.chars().count() != count || !known {
-        return Err(format!(
-            "URL: lessons must be {count} letters from h, p, d, n, m and - (one per claim), not '{letters}'"
-        ));
-    }
-    Ok(verdicts)
 }
 
 fn csv_field(text: &str) -> String {

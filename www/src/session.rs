@@ -80,6 +80,9 @@ pub struct Live {
     pub trace: RwSignal<Option<StepTrace>>,
     /// What a step that ran out of memory recorded up to the failure.
     pub failed: RwSignal<Option<StepTrace>>,
+    /// Set once the GPU device is lost: what happened and how to recover. Never cleared: the
+    /// page cannot have its device back without a reload.
+    pub device_lost: RwSignal<Option<String>>,
 }
 
 impl Live {
@@ -101,6 +104,7 @@ impl Live {
             pinned: RwSignal::new(None),
             trace: RwSignal::new(None),
             failed: RwSignal::new(None),
+            device_lost: RwSignal::new(None),
         }
     }
 
@@ -119,6 +123,29 @@ impl Live {
     fn fail(&self, message: String) {
         self.error.set(Some(message));
         self.status.set(Status::Failed);
+    }
+
+    /// Stop on `err`: a lost device gets its own message (it will not come back, and a reload
+    /// gets a new one); any other error shows as `message`.
+    fn stop(&self, err: &EngineError, message: String) {
+        match err {
+            EngineError::DeviceLost { phase, reason } => {
+                self.device_lost.set(Some(format!(
+                    "The GPU device was lost during {phase} ({reason}). A browser does not give \
+                     a page its device back: reload the page to get a new one (the \
+                     configuration is kept in the link)."
+                )));
+                self.status.set(Status::Failed);
+            }
+            _ => self.fail(message),
+        }
+    }
+}
+
+/// Reload the page: the way back from a lost device.
+pub fn reload_page() {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().reload();
     }
 }
 
@@ -257,7 +284,7 @@ impl Session {
                     live.prediction.set(Some(run.prediction().clone()));
                     self.run.set_value(Some(run));
                 }
-                Err(err) => return live.fail(err.to_string()),
+                Err(err) => return live.stop(&err, err.to_string()),
             }
             live.status.set(Status::Running);
             live.started_ms.set(Some(now_ms()));
@@ -313,7 +340,7 @@ impl Session {
             let Ok(text) = text else {
                 return live.fail(format!("import: could not read {}", file.name()));
             };
-            match serde_json::from_str::<Timeline>(&text.as_string().unwrap_or_default()) {
+            match Timeline::from_json(&text.as_string().unwrap_or_default()) {
                 Ok(timeline) => {
                     live.batch_size.set(timeline.config.batch_size);
                     live.steps.set(timeline.steps.clone());
@@ -418,13 +445,14 @@ impl Session {
                 // The run is dropped with its tensors; the device stays usable for the next one.
                 // The charts keep what the failed step recorded.
                 self.redraw(&run);
-                live.fail(match err {
+                let message = match &err {
                     EngineError::OutOfMemory(oom) => {
                         live.failed.set(Some(run.failed_step()));
-                        crate::format::out_of_memory_text(&oom)
+                        crate::format::out_of_memory_text(oom)
                     }
                     _ => format!("step {}: {err}", run.steps_done() + 1),
-                });
+                };
+                live.stop(&err, message);
                 return false;
             }
         }
@@ -439,7 +467,7 @@ impl Session {
                     live.timeline.set(Some(timeline));
                     live.status.set(Status::Finished);
                 }
-                Err(err) => live.fail(err.to_string()),
+                Err(err) => live.stop(&err, err.to_string()),
             }
             return false;
         }

@@ -41,6 +41,14 @@ pub enum Command {
     /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
     /// for each model family.
     BenchAnalytic(BenchAnalyticArgs),
+    /// Benchmark: long runs with Adam (10,000 steps of spiral-mlp and digits-cnn by default)
+    /// printing bytes in use at every step's end and reserved every 100 steps, then whether
+    /// they stayed flat. Minutes to hours: not part of the tests.
+    Soak(SoakArgs),
+    /// Feed every parser generated input (random bytes, and mutations of valid inputs that
+    /// know their shape) and count, per parser, inputs, panics and parses that held more
+    /// memory than a bound in their input's size. Exits 1 on any.
+    Fuzz(FuzzArgs),
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
@@ -62,6 +70,43 @@ pub struct BenchAttentionArgs {
     /// Only the timed steps on this machine's GPU.
     #[arg(long)]
     pub steps: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SoakArgs {
+    /// Presets to soak, in turn (repeatable).
+    #[arg(long = "preset", value_name = "NAME", default_values_t = ["spiral-mlp".to_string(), "digits-cnn".to_string()])]
+    pub presets: Vec<String>,
+    /// Steps of each run.
+    #[arg(long, default_value_t = 10_000)]
+    pub steps: usize,
+    /// The step from which in use and reserved must hold flat.
+    #[arg(long, default_value_t = 500)]
+    pub from: usize,
+    /// Override a field of every run (after optimizer=adam, step sampling, no evaluations
+    /// until the last step). Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct FuzzArgs {
+    /// Inputs per parser.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub inputs: u64,
+    /// The run's seed (a fresh one, printed, when left out).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Only this parser (repeatable): config-json, set, budget, url-hash, lessons-link,
+    /// import-json.
+    #[arg(long, value_name = "NAME")]
+    pub target: Vec<String>,
+    /// Print input INDEX of the run and parse it uncaught: the replay of a failure.
+    #[arg(long, requires = "seed", value_name = "INDEX")]
+    pub index: Option<u64>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Where a config comes from: a preset or a file, then overrides and a budget.

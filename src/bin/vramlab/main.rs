@@ -9,9 +9,11 @@ mod claims;
 mod exit;
 mod files;
 mod find_batch;
+mod fuzz;
 mod plan;
 mod progress;
 mod report;
+mod soak;
 mod subprocess;
 
 use std::process::ExitCode;
@@ -20,6 +22,10 @@ use clap::Parser;
 use vramlab::engine::{self, ConfigError, EngineError};
 
 use args::{ClaimsArgs, Cli, Command, TrainArgs};
+
+/// The system allocator, counting per thread: `vramlab fuzz` holds each parse to a bound.
+#[global_allocator]
+static ALLOCATOR: fuzz::alloc::Counting = fuzz::alloc::Counting;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -45,6 +51,8 @@ fn main() -> ExitCode {
             bench_attention::run(args.plans || both, args.steps || both)
         }
         Some(Command::Claims(args)) => claims_report(&args),
+        Some(Command::Fuzz(args)) => fuzz::run(&args),
+        Some(Command::Soak(args)) => soak::run(&args),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {

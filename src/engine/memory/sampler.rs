@@ -5,7 +5,7 @@
 
 use burn::cubecl::MemoryScope;
 use burn::cubecl::client::Client;
-use burn::tensor::Device;
+use burn::tensor::{Device, ExecutionError};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::device::cube_client;
@@ -58,28 +58,21 @@ impl MemoryReading {
     }
 }
 
-fn device_error(phase: &str, err: impl std::fmt::Display) -> EngineError {
-    EngineError::Device {
-        phase: phase.to_string(),
-        message: err.to_string(),
-    }
-}
-
 /// Make the allocator see every queued op. Natively: wait for the device (which also makes step
 /// times honest). In the browser a blocking wait is not possible; there, flushing fusion's queue
 /// is enough, because cubecl allocates and frees on the host when it enqueues work, so the
 /// pool's counters are current once the queue is out.
-fn settle(device: &Device) -> Result<(), String> {
-    #[cfg(not(target_arch = "wasm32"))]
-    let settled = device.sync();
-    #[cfg(target_arch = "wasm32")]
-    let settled = device.flush();
-    settled.map_err(|err| err.to_string())
+fn settle(device: &Device) -> Result<(), ExecutionError> {
+    if cfg!(target_arch = "wasm32") {
+        device.flush()
+    } else {
+        device.sync()
+    }
 }
 
 /// Settle the device, then read its allocator.
 pub fn read(device: &Device, phase: &str) -> Result<MemoryReading, EngineError> {
-    settle(device).map_err(|err| device_error(phase, err))?;
+    settle(device).map_err(|err| EngineError::from_execution(phase, err))?;
     if let Some(client) = cube_client(device) {
         return Ok(MemoryReading::of_client(&client));
     }
@@ -129,7 +122,7 @@ pub fn start_clean(device: &Device) -> Result<(), EngineError> {
 
 /// Release cached pages so a run starts from the device's baseline.
 pub fn release_cache(device: &Device) -> Result<(), EngineError> {
-    settle(device).map_err(|err| device_error("cleanup", err))?;
+    settle(device).map_err(|err| EngineError::from_execution("cleanup", err))?;
     device.memory_cleanup();
     Ok(())
 }

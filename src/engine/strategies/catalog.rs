@@ -310,8 +310,10 @@ pub const CATALOG: &[Entry] = &[
     entry("strategies.loss_bookkeeping", "loss bookkeeping", &["scalar", "tensor", "outputs"],
         "what the loop keeps each step: loss.item(), the loss tensor summed (total_loss += loss), \
          or the outputs appended to a list", &[
-        // SGD on both sides: burn 0.22's Adam itself keeps about 1 KiB more every step, which
-        // would blur what the bookkeeping adds.
+        // SGD on both sides: Adam's update kernels take new scalars every step (its bias
+        // corrections), and cubecl-wgpu 0.11 caches each launch's info uniform by its bytes,
+        // so in use grows about 1 KiB a step until that cache's 512 entries are full (near
+        // step 97, `vramlab soak`): that would blur what the bookkeeping adds.
         claim("sum loss.item(), not the loss tensor", &SPIRAL,
             &["strategies.loss_bookkeeping=tensor", "optimizer=sgd", "learning_rate=0.1"],
             &["strategies.loss_bookkeeping=scalar", "optimizer=sgd", "learning_rate=0.1"],

@@ -368,9 +368,32 @@ pub struct Timeline {
     pub one_step: Option<StepTrace>,
 }
 
+impl Timeline {
+    /// Read a run exported as JSON (timeline.json, the page's export), naming the field where
+    /// the text is not one.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(|err| {
+            let path = err.path().to_string();
+            match path.as_str() {
+                "" | "." => err.into_inner().to_string(),
+                _ => format!("{path}: {}", err.into_inner()),
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_import_names_the_field() {
+        let err = Timeline::from_json(r#"{"summary": {"name": 3}}"#).unwrap_err();
+        assert!(err.starts_with("summary.name: invalid type"), "{err}");
+        let err = Timeline::from_json("3").unwrap_err();
+        assert!(err.starts_with("invalid type: integer"), "{err}");
+    }
 
     #[test]
     fn a_diverged_evaluation_round_trips_through_json() {

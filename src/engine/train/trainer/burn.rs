@@ -255,7 +255,7 @@ impl BurnTrainer {
             .expect("the test split is never empty")
             .into_data_async()
             .await
-            .map_err(|err| device_error("eval", err))?
+            .map_err(|err| EngineError::from_execution("eval", err))?
             .try_to_vec_as::<i64>()
             .map_err(|err| device_error("eval", format!("{err:?}")))?[0];
         Ok(Evaluation {

@@ -148,7 +148,7 @@ pub(crate) async fn read_floats(tensor: Tensor<1>, phase: &str) -> Result<Vec<f3
     tensor
         .into_data_async()
         .await
-        .map_err(|err| device_error(phase, err))?
+        .map_err(|err| EngineError::from_execution(phase, err))?
         .try_to_vec_as::<f32>()
         .map_err(|err| device_error(phase, format!("{err:?}")))
 }

@@ -1,0 +1,232 @@
+//! The parsers under test, one entry each: a name, what its input looks like (which picks the
+//! structure-aware mutations), valid inputs to mutate from, and the parse itself. A parse
+//! returns whether it accepted its input; it must never panic, and where a round trip is
+//! cheap it asserts one (a failed assertion counts as a panic).
+
+use serde_json::Value;
+use vramlab::engine::config::Budget;
+use vramlab::engine::link::{hash, verdicts};
+use vramlab::engine::overrides::apply_override;
+use vramlab::engine::presets::{PLAN_PRESETS, PRESETS, preset};
+use vramlab::engine::strategies::catalog;
+use vramlab::engine::{Purpose, RunConfig, Timeline};
+
+use super::generate::Shape;
+
+pub struct Target {
+    pub name: &'static str,
+    /// What reads this input, for the report.
+    pub reads: &'static str,
+    pub shape: Shape,
+    pub seeds: fn() -> Vec<Vec<u8>>,
+    pub parse: fn(&[u8]) -> bool,
+}
+
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "config-json",
+        reads: "RunConfig::from_json, then validation (--config, presets)",
+        shape: Shape::Json,
+        seeds: config_seeds,
+        parse: config_json,
+    },
+    Target {
+        name: "set",
+        reads: "engine::overrides::apply_override, then validation (--set path=value)",
+        shape: Shape::Assignment,
+        seeds: assignment_seeds,
+        parse: set,
+    },
+    Target {
+        name: "budget",
+        reads: "Budget::parse (--budget, budget=)",
+        shape: Shape::Size,
+        seeds: budget_seeds,
+        parse: budget,
+    },
+    Target {
+        name: "url-hash",
+        reads: "engine::link::hash::parse (the page's URL)",
+        shape: Shape::Hash,
+        seeds: hash_seeds,
+        parse: url_hash,
+    },
+    Target {
+        name: "lessons-link",
+        reads: "engine::link::verdicts::shared_verdicts (#lessons=)",
+        shape: Shape::Letters("hpdnm-"),
+        seeds: letter_seeds,
+        parse: lessons_link,
+    },
+    Target {
+        name: "import-json",
+        reads: "Timeline::from_json, then its CSV (the page's Import JSON)",
+        shape: Shape::Json,
+        seeds: timeline_seeds,
+        parse: import_json,
+    },
+];
+
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+fn config_json(bytes: &[u8]) -> bool {
+    let Ok(config) = RunConfig::from_json(&text(bytes)) else {
+        return false;
+    };
+    let plan = config.validate_for(Purpose::Plan);
+    config.validate().is_ok() && plan.is_ok()
+}
+
+fn set(bytes: &[u8]) -> bool {
+    apply_override(&RunConfig::default(), &text(bytes)).is_ok_and(|c| c.validate().is_ok())
+}
+
+fn budget(bytes: &[u8]) -> bool {
+    let Ok(budget) = Budget::parse(&text(bytes)) else {
+        return false;
+    };
+    let _ = budget.bytes(1 << 30);
+    let written = budget.to_string();
+    assert_eq!(Budget::parse(&written), Ok(budget), "{written}");
+    let json = serde_json::to_string(&budget).expect("a budget serializes");
+    let back = serde_json::from_str::<Budget>(&json).expect("a written budget reads back");
+    assert!(same_budget(back, budget), "{json}: {back:?}");
+    true
+}
+
+/// Equal, but for a fraction's last bit: serde_json (without its `float_roundtrip` feature,
+/// which would rebuild burn) may read a 17-digit number one unit in the last place off.
+fn same_budget(a: Budget, b: Budget) -> bool {
+    match (a, b) {
+        (Budget::Fraction(a), Budget::Fraction(b)) => a.to_bits().abs_diff(b.to_bits()) <= 1,
+        _ => a == b,
+    }
+}
+
+fn url_hash(bytes: &[u8]) -> bool {
+    let from = hash::parse(&text(bytes));
+    assert!(from.config.validate().is_ok(), "the URL's config validates");
+    let again = hash::parse(&hash::render(&from.preset, &from.config));
+    assert_eq!(
+        again.config, from.config,
+        "a rendered hash reads back the same"
+    );
+    from.note.is_none()
+}
+
+fn lessons_link(bytes: &[u8]) -> bool {
+    let letters = text(bytes);
+    let Ok(verdicts) = verdicts::shared_verdicts(&letters) else {
+        return false;
+    };
+    let back: String = verdicts.into_iter().map(verdicts::letter).collect();
+    assert_eq!(back, letters, "the letters read back the same");
+    true
+}
+
+fn import_json(bytes: &[u8]) -> bool {
+    let Ok(timeline) = Timeline::from_json(&text(bytes)) else {
+        return false;
+    };
+    let _ = timeline.to_csv();
+    true
+}
+
+fn config_seeds() -> Vec<Vec<u8>> {
+    let mut seeds: Vec<Vec<u8>> = PRESETS
+        .iter()
+        .chain(PLAN_PRESETS)
+        .filter_map(|p| preset(p.name).ok())
+        .map(|c| c.to_json_pretty().into_bytes())
+        .collect();
+    seeds.push(b"{}".to_vec());
+    seeds.push(br#"{"batch_size": 64, "model": {"hidden": [8]}, "budget": "64MiB"}"#.to_vec());
+    seeds
+}
+
+/// Every leaf field of `value` as `path=value`, strings unquoted as the CLI takes them.
+fn leaves(prefix: &str, value: &Value, out: &mut Vec<Vec<u8>>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                leaves(&path, inner, out);
+            }
+        }
+        Value::String(text) => out.push(format!("{prefix}={text}").into_bytes()),
+        other => out.push(format!("{prefix}={other}").into_bytes()),
+    }
+}
+
+fn assignment_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for p in PRESETS {
+        if let Ok(config) = preset(p.name) {
+            leaves(
+                "",
+                &serde_json::to_value(config).unwrap_or_default(),
+                &mut seeds,
+            );
+        }
+    }
+    seeds.push(b"budget=64MiB".to_vec());
+    seeds
+}
+
+fn budget_seeds() -> Vec<Vec<u8>> {
+    [
+        "512MiB", "6GiB", "1536KiB", "1048576", "0.8", "1", "1.5MiB", "100mb",
+    ]
+    .map(|s| s.as_bytes().to_vec())
+    .to_vec()
+}
+
+fn hash_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for p in PRESETS {
+        let Ok(mut config) = preset(p.name) else {
+            continue;
+        };
+        seeds.push(hash::render(p.name, &config).into_bytes());
+        config.batch_size = 100;
+        config.strategies.grad_accumulation = 2;
+        config.learning_rate = 0.003;
+        config.name = "a run & a name".into();
+        seeds.push(hash::render(p.name, &config).into_bytes());
+    }
+    let letters: String = std::iter::repeat_n('h', catalog::claims().count()).collect();
+    seeds.push(format!("#preset=spiral-mlp&lessons={letters}").into_bytes());
+    seeds
+}
+
+fn letter_seeds() -> Vec<Vec<u8>> {
+    let count = catalog::claims().count();
+    ["hpdnm-", "-", "h"]
+        .iter()
+        .map(|alphabet| {
+            alphabet
+                .chars()
+                .cycle()
+                .take(count)
+                .collect::<String>()
+                .into_bytes()
+        })
+        .collect()
+}
+
+fn timeline_seeds() -> Vec<Vec<u8>> {
+    vec![
+        include_str!("seeds/timeline-spiral.json")
+            .as_bytes()
+            .to_vec(),
+        include_str!("seeds/timeline-digits-budget.json")
+            .as_bytes()
+            .to_vec(),
+    ]
+}

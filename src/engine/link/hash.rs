@@ -1,0 +1,238 @@
+//! The configuration in the URL hash, as a preset name and the fields that differ from it:
+//! `#preset=spiral-mlp&batch_size=2048&strategies.mixed_precision=f16`. The same `path=value`
+//! form as the CLI's `--set`, so a bad field is named the same way.
+
+use serde_json::Value;
+
+use crate::engine::RunConfig;
+use crate::engine::overrides::apply_override;
+use crate::engine::presets::{DEFAULT_PRESET, preset};
+
+/// A config read from the URL, and a note when part of the URL was refused.
+#[derive(Debug)]
+pub struct FromUrl {
+    pub preset: String,
+    pub config: RunConfig,
+    pub note: Option<String>,
+    /// A shared table of lesson verdicts (`lessons=`), not part of the configuration.
+    pub lessons: Option<String>,
+}
+
+/// Parts of a hash read at most: a config has under 50 fields, and each part costs a pass over
+/// the whole config (found by `vramlab fuzz`: a 1 MiB hash of `&batch_size=1` took seconds).
+pub const MAX_PARTS: usize = 256;
+
+/// Read `hash` (with or without its `#`). Unknown presets and refused fields fall back to the
+/// preset's defaults, and the note says which field and why.
+pub fn parse(hash: &str) -> FromUrl {
+    let hash = hash.trim_start_matches('#');
+    let mut name = DEFAULT_PRESET.to_string();
+    let mut sets = Vec::new();
+    let mut lessons = None;
+    let mut parts = hash.split('&').filter(|p| !p.is_empty());
+    for part in parts.by_ref().take(MAX_PARTS) {
+        // As the browser's decodeURIComponent would, keeping the text as it is where that
+        // would throw (a lone `%`, or escapes that are not UTF-8).
+        let part = decode(part).unwrap_or_else(|| part.to_string());
+        match part.split_once('=') {
+            Some(("preset", value)) => name = value.to_string(),
+            Some(("lessons", value)) => lessons = Some(value.to_string()),
+            _ => sets.push(part),
+        }
+    }
+    let unread = parts.count();
+    let (name, base, mut note) = match preset(&name) {
+        Ok(config) if unread > 0 => (
+            name,
+            config,
+            Some(format!(
+                "URL: {} parts; only the first {MAX_PARTS} were read",
+                MAX_PARTS + unread
+            )),
+        ),
+        Ok(config) => (name, config, None),
+        Err(err) => (
+            DEFAULT_PRESET.to_string(),
+            preset(DEFAULT_PRESET).expect("the default preset exists"),
+            Some(format!("URL: {err}; using {DEFAULT_PRESET}")),
+        ),
+    };
+    let mut config = base;
+    for set in &sets {
+        match apply_override(&config, set).and_then(|c| c.validate().map(|()| c)) {
+            Ok(next) => config = next,
+            Err(err) => {
+                note = Some(format!("URL: {err}; that field keeps its default"));
+            }
+        }
+    }
+    FromUrl {
+        preset: name,
+        config,
+        note,
+        lessons,
+    }
+}
+
+/// Leaf fields of `value` as `path=json` pairs.
+fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                leaves(&path, inner, out);
+            }
+        }
+        _ => out.push((prefix.to_string(), value.clone())),
+    }
+}
+
+/// Every field of `config` that differs from the preset `preset_name`, as `path` and value text.
+fn differences(preset_name: &str, config: &RunConfig) -> Vec<(String, String)> {
+    let base = preset(preset_name).unwrap_or_else(|_| RunConfig::default());
+    let (mut now, mut was) = (Vec::new(), Vec::new());
+    leaves(
+        "",
+        &serde_json::to_value(config).unwrap_or_default(),
+        &mut now,
+    );
+    leaves(
+        "",
+        &serde_json::to_value(&base).unwrap_or_default(),
+        &mut was,
+    );
+    now.into_iter()
+        .filter(|(path, value)| !was.iter().any(|(p, v)| p == path && v == value))
+        .map(|(path, value)| {
+            let text = match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (path, text)
+        })
+        .collect()
+}
+
+/// The hash for `config`: its preset and every field that differs from the preset.
+pub fn render(preset_name: &str, config: &RunConfig) -> String {
+    let mut parts = vec![format!("preset={preset_name}")];
+    for (path, text) in differences(preset_name, config) {
+        parts.push(format!("{path}={}", encode(&text)));
+    }
+    format!("#{}", parts.join("&"))
+}
+
+/// The `vramlab` command line that runs `command` on `config`: its preset and a `--set` per
+/// field that differs, quoted for a POSIX shell where a value needs it.
+pub fn command_line(command: &str, preset_name: &str, config: &RunConfig) -> String {
+    let mut line = format!("vramlab {command} --preset {preset_name}");
+    for (path, text) in differences(preset_name, config) {
+        let set = format!("{path}={text}");
+        let plain = set
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-=%+,/".contains(c));
+        if plain {
+            line.push_str(&format!(" --set {set}"));
+        } else {
+            line.push_str(&format!(" --set '{}'", set.replace('\'', r"'\''")));
+        }
+    }
+    line
+}
+
+/// What `encodeURIComponent` leaves as it is.
+fn unreserved(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte)
+}
+
+/// `encodeURIComponent`: every byte of the UTF-8 text outside the unreserved set as `%XX`.
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for &byte in text.as_bytes() {
+        if unreserved(byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `decodeURIComponent`: `%XX` escapes to bytes, or `None` where the browser's would throw (an
+/// escape without two hex digits, or bytes that are not UTF-8).
+pub fn decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_as_the_browser_does() {
+        assert_eq!(decode("a%3Db%26c").as_deref(), Some("a=b&c"));
+        assert_eq!(decode("%E2%9C%93").as_deref(), Some("\u{2713}"));
+        assert_eq!(decode("a+b").as_deref(), Some("a+b"));
+        for bad in ["%", "%4", "%G1", "%FF", "%C3", "100%"] {
+            assert_eq!(decode(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn encoding_round_trips_through_decoding() {
+        for text in ["[64,64]", "a=b&c d", "\u{2713}%", "-_.!~*'()"] {
+            assert_eq!(decode(&encode(text)).as_deref(), Some(text), "{text}");
+        }
+        assert_eq!(encode("[1, 2]"), "%5B1%2C%202%5D");
+    }
+
+    #[test]
+    fn a_rendered_hash_reads_back_as_the_same_config() {
+        let mut config = preset("digits-cnn").unwrap();
+        config.batch_size = 100;
+        config.model.channels = vec![8, 8];
+        config.name = "a & b = c".into();
+        let from = parse(&render("digits-cnn", &config));
+        assert_eq!(from.preset, "digits-cnn");
+        assert_eq!(from.note, None);
+        assert_eq!(from.config, config);
+    }
+
+    #[test]
+    fn reads_no_more_than_its_share_of_parts_and_says_so() {
+        let hash = format!("#preset=digits-cnn{}", "&batch_size=7".repeat(100_000));
+        let from = parse(&hash);
+        assert_eq!(from.preset, "digits-cnn");
+        assert_eq!(from.config.batch_size, 7);
+        let note = from.note.unwrap();
+        assert!(note.contains("100001 parts; only the first 256"), "{note}");
+    }
+
+    #[test]
+    fn a_refused_field_keeps_its_default_and_is_named() {
+        let from = parse("#preset=nope&batch_size=0&lessons=hh");
+        assert_eq!(from.preset, DEFAULT_PRESET);
+        assert_eq!(from.config, preset(DEFAULT_PRESET).unwrap());
+        let note = from.note.unwrap();
+        assert!(note.contains("batch_size"), "{note}");
+        assert_eq!(from.lessons.as_deref(), Some("hh"));
+    }
+}

@@ -1,0 +1,103 @@
+// The page left training: spiral-mlp for 2,000 steps on WebGPU (SwiftShader) in headless
+// Chromium, reading every 100 steps the tab's JS heap (CDP Performance.getMetrics, after a
+// garbage collection), its DOM node count and the wasm instance's linear memory; at the end the
+// run's own allocator readings (bytes in use at each step's end) come from its exported JSON.
+// Verdict: JS heap and DOM nodes at the last reading within 10% of step 200, and in use within
+// 4 KiB from step 500 on (as `vramlab soak` asks natively). Not part of CI: minutes long.
+//   node tests/e2e/soak.mjs DIST_DIR [STEPS]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { launch, serve } from './browser.mjs';
+
+const [distArg, stepsArg] = process.argv.slice(2);
+if (!distArg) {
+  console.error('usage: node soak.mjs DIST_DIR [STEPS]');
+  process.exit(2);
+}
+const steps = Number(stepsArg ?? 2000);
+const EVERY = 100;
+const SETTLED = 500;
+const IN_USE_SLACK = 4096;
+
+const server = await serve({ '/': path.resolve(distArg) });
+const browser = await launch();
+const context = await browser.newContext({ viewport: { width: 1280, height: 1100 } });
+// The wasm instance's memory, for its size: the page keeps it to itself.
+await context.addInitScript(() => {
+  const keep = (result) => {
+    const exports = (result.instance ?? result).exports;
+    if (exports?.memory) window.wasmMemory = exports.memory;
+    return result;
+  };
+  const instantiate = WebAssembly.instantiate;
+  WebAssembly.instantiate = (...args) => instantiate(...args).then(keep);
+  const streaming = WebAssembly.instantiateStreaming;
+  WebAssembly.instantiateStreaming = (...args) => streaming(...args).then(keep);
+});
+const page = await context.newPage();
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+const cdp = await context.newCDPSession(page);
+await cdp.send('Performance.enable');
+
+async function reading() {
+  await cdp.send('HeapProfiler.collectGarbage');
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  const metric = (name) => metrics.find((m) => m.name === name)?.value;
+  const progress = await page.textContent('.progress');
+  return {
+    step: Number(progress.match(/step (\d+)/)[1]),
+    heap: metric('JSHeapUsedSize'),
+    nodes: metric('Nodes'),
+    wasm: await page.evaluate(() => window.wasmMemory?.buffer.byteLength ?? 0),
+  };
+}
+
+await page.goto(`${server.base}#preset=spiral-mlp&steps=${steps}`);
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+const started = Date.now();
+await page.$eval('#start', (b) => b.click());
+const readings = [];
+for (let mark = EVERY; mark <= steps; mark += EVERY) {
+  await page.waitForFunction((m) => Number(document.querySelector('.progress')?.textContent.match(/step (\d+)/)?.[1]) >= m
+    || ['finished', 'stopped'].includes(document.querySelector('#status')?.textContent), mark, { timeout: 600_000, polling: 100 });
+  const r = await reading();
+  readings.push(r);
+  console.log(`step ${String(r.step).padStart(5)}: JS heap ${(r.heap / 1048576).toFixed(2)} MiB, ${r.nodes} DOM nodes, wasm memory ${(r.wasm / 1048576).toFixed(1)} MiB (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+}
+await page.waitForFunction(() => ['finished', 'stopped'].includes(document.querySelector('#status')?.textContent), null, { timeout: 600_000 });
+const status = await page.textContent('#status');
+const seconds = (Date.now() - started) / 1000;
+
+const [download] = await Promise.all([page.waitForEvent('download'), page.$eval('#export-json', (b) => b.click())]);
+const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'vramlab-soak-')), 'run.json');
+await download.saveAs(file);
+const timeline = JSON.parse(fs.readFileSync(file, 'utf8'));
+const inUse = timeline.steps.map((s) => s.phases.optimizer?.in_use_bytes ?? null);
+const reserved = timeline.steps.map((s) => s.phases.optimizer?.reserved_bytes ?? null);
+for (let step = EVERY; step <= inUse.length; step += EVERY) {
+  console.log(`step ${String(step).padStart(5)}: in use ${inUse[step - 1]} B, reserved ${reserved[step - 1]} B (the run's allocator readings)`);
+}
+
+const spread = (xs) => Math.max(...xs) - Math.min(...xs);
+const settled = inUse.slice(SETTLED - 1).filter((b) => b !== null);
+const settledReserved = reserved.slice(SETTLED - 1).filter((b) => b !== null);
+const at200 = readings.find((r) => r.step >= 200);
+const last = readings[readings.length - 1];
+const ratio = (a, b) => a / b;
+const heapOk = Math.abs(ratio(last.heap, at200.heap) - 1) <= 0.1;
+const nodesOk = Math.abs(ratio(last.nodes, at200.nodes) - 1) <= 0.1;
+const inUseOk = settled.length > 0 && spread(settled) <= IN_USE_SLACK;
+console.log(`\n${status} ${inUse.length} steps in ${seconds.toFixed(0)} s (${(1000 * seconds / inUse.length).toFixed(1)} ms/step with the readings)`);
+console.log(`JS heap: ${(at200.heap / 1048576).toFixed(2)} MiB at step ${at200.step}, ${(last.heap / 1048576).toFixed(2)} MiB at step ${last.step} (x${ratio(last.heap, at200.heap).toFixed(3)}, within 10%: ${heapOk})`);
+console.log(`DOM nodes: ${at200.nodes} at step ${at200.step}, ${last.nodes} at step ${last.step} (x${ratio(last.nodes, at200.nodes).toFixed(3)}, within 10%: ${nodesOk})`);
+console.log(`wasm memory: ${(at200.wasm / 1048576).toFixed(1)} MiB at step ${at200.step}, ${(last.wasm / 1048576).toFixed(1)} MiB at step ${last.step}`);
+console.log(`in use at the step's end from step ${SETTLED}: ${Math.min(...settled)}..${Math.max(...settled)} B, varies by ${spread(settled)} B (at most ${IN_USE_SLACK}: ${inUseOk}); reserved varies by ${spread(settledReserved)} B`);
+if (errors.length) console.log(`page errors: ${errors.join(' | ')}`);
+const ok = status === 'finished' && heapOk && nodesOk && inUseOk && errors.length === 0;
+console.log(ok ? 'flat' : 'NOT FLAT');
+await browser.close();
+server.close();
+process.exit(ok ? 0 : 1);
