@@ -10,4 +10,5 @@ mod plan;
 mod readme;
 mod strategies;
 mod support;
+mod table;
 mod training;

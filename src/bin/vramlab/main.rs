@@ -13,6 +13,7 @@ mod plan;
 mod progress;
 mod report;
 mod subprocess;
+mod table_file;
 
 use std::process::ExitCode;
 
@@ -113,7 +114,8 @@ fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
 }
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
-    let report = claims::run_all(&args.only)?;
+    let table = args.table()?;
+    let report = claims::run_all(&args.only, table.as_ref())?;
     let markdown = claims::markdown(&report);
     if let Some(path) = &args.out {
         claims::write(path, &markdown)?;

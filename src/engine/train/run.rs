@@ -324,7 +324,7 @@ impl Run {
         n: usize,
         extent: f32,
     ) -> Result<Option<Vec<f32>>, EngineError> {
-        if self.ctx.data.kind.input_kind() != InputKind::Points || n == 0 {
+        if self.ctx.config.data.input_kind() != InputKind::Points || n == 0 {
             return Ok(None);
         }
         let points = grid_points(n, extent);
@@ -343,9 +343,10 @@ impl Run {
             gpu,
             device,
             hooks,
+            data,
             ..
         } = self.ctx;
-        let summary = Summary::build(
+        let mut summary = Summary::build(
             &config,
             &gpu.adapter,
             &self.prediction,
@@ -362,6 +363,7 @@ impl Run {
                 paged_high_water_bytes: sampler::paged_high_water_bytes(&device),
             },
         );
+        summary.table = data.table_summary(&config.data);
         Ok(Timeline {
             summary,
             predicted_layers: self.prediction.layers,
