@@ -3,6 +3,7 @@
 //! short run on iris on the GPU.
 
 use vramlab::engine::config::{DataKind, InputKind, ModelKind};
+use vramlab::engine::data::table_inputs::{Inputs, Outcome, check};
 use vramlab::engine::data::{Dataset, HostInputs, split_sizes};
 use vramlab::engine::memory::predict;
 use vramlab::engine::presets::{table_base, use_table};
@@ -435,4 +436,26 @@ fn iris_trains_on_the_gpu_and_the_summary_names_its_classes_and_scales() {
     assert_eq!(table.standardisation.len(), 4);
     assert_eq!(table.source.name, "iris.csv");
     assert_eq!((table.rows, table.columns), (150, 5));
+}
+
+#[test]
+fn generated_tables_and_bytes_never_panic_the_reader() {
+    // A short run of `vramlab fuzz-csv` (which runs 100,000 and more).
+    let mut inputs = Inputs::new(&[IRIS, WINE], 7);
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..2_000 {
+        let (_, bytes) = inputs.next_input();
+        match check(&bytes) {
+            Outcome::Accepted { .. } => accepted += 1,
+            Outcome::Refused(err) => {
+                assert!(err.line >= 1 && err.column != Some(0), "{err}");
+                refused += 1;
+            }
+        }
+    }
+    // Both roads are taken: the mutations leave some tables whole and break others.
+    assert!(
+        accepted > 100 && refused > 100,
+        "{accepted} accepted, {refused} refused"
+    );
 }

@@ -18,6 +18,7 @@ use crate::finder_panel::FinderPanel;
 use crate::lessons::{LessonsPanel, LessonsRunning, shared_verdicts};
 use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
 use crate::session::{Live, Session, Status};
+use crate::table_input::TableInput;
 use crate::url_state;
 
 pub fn mib(bytes: u64) -> f64 {
@@ -92,6 +93,7 @@ pub fn App() -> impl IntoView {
                 <AdapterCard adapter=live.adapter no_webgpu=live.no_webgpu />
                 <section class="panel" id="data-preview">
                     <h2>"Data"</h2>
+                    <TableInput editor=editor />
                     <DataPreview config=editor.config grid=live.grid />
                 </section>
                 <ConfigPanel editor=editor adapter=live.adapter />

@@ -10,6 +10,8 @@ mod hover;
 mod lessons;
 mod memory_charts;
 mod session;
+mod table_input;
+mod table_preview;
 mod url_state;
 
 unsafe extern "C" {

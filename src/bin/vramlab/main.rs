@@ -9,6 +9,7 @@ mod claims;
 mod exit;
 mod files;
 mod find_batch;
+mod fuzz_csv;
 mod plan;
 mod progress;
 mod report;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             bench_attention::run(args.plans || both, args.steps || both)
         }
         Some(Command::Claims(args)) => claims_report(&args),
+        Some(Command::FuzzCsv(args)) => fuzz_csv::run(args.inputs, args.seed),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {

@@ -7,6 +7,7 @@ mod digits;
 mod playground;
 mod sequence;
 mod table;
+pub mod table_inputs;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::SeedableRng;

@@ -5,7 +5,7 @@
 //! Every refusal is a [`CsvError`] naming the line and, where there is one, the column (1-based,
 //! as a spreadsheet numbers them) and what was expected there. The reader is a pure function of
 //! its bytes and allocates at most a few times their size: the generated-input harness
-//! (`vramlab fuzz-csv`) feeds it arbitrary bytes.
+//! (`vramlab fuzz-csv`, `engine::data::table_inputs`) feeds it arbitrary bytes.
 
 mod label;
 mod read;
@@ -125,6 +125,11 @@ impl Table {
         let i = row * self.columns.len() + column;
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.text[start..self.ends[i] as usize]
+    }
+
+    /// Bytes of cell text held: never more than the input's.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
     }
 
     /// The file line `row` (0-based) starts on.
