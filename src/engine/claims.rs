@@ -224,6 +224,11 @@ pub fn samples(timeline: &Timeline, metric: Metric, on_side: bool) -> Vec<f64> {
                 .map(|(&early, &late)| (late as f64 - early as f64) / apart as f64)
                 .collect()
         }
+        Metric::TrainingState => steady
+            .iter()
+            .filter_map(|s| s.category_sizes)
+            .map(|c| (c.gradient + c.optimizer_state) as f64)
+            .collect(),
         Metric::OptimizerState => {
             let weights = (summary.weight_bytes + summary.baseline_in_use_bytes) as f64;
             steady

@@ -55,6 +55,20 @@ pub struct Suggestion {
     /// The estimated peak with the change (calibrated by what the failed run needed); `None`
     /// for a change the estimate cannot see, such as the pool kind.
     pub estimated_peak_bytes: Option<u64>,
+    /// Changes made together with this one, as `path=value`, when no single change fits.
+    #[serde(default)]
+    pub with: Vec<String>,
+}
+
+impl Suggestion {
+    /// Every change it makes, as `path=value`: those it comes with, then its own.
+    pub fn assignments(&self) -> Vec<String> {
+        self.with
+            .iter()
+            .cloned()
+            .chain(std::iter::once(format!("{}={}", self.field, self.value)))
+            .collect()
+    }
 }
 
 /// A run that needed more than its budget: where, and by how much.
@@ -146,7 +160,7 @@ impl OutOfMemory {
 
 /// A suggestion in the engine's own terms: the config field and its value.
 pub fn field_and_value(suggestion: &Suggestion) -> String {
-    let mut text = format!("{} = {}", suggestion.field, suggestion.value);
+    let mut text = suggestion.assignments().join(", ");
     match suggestion.estimated_peak_bytes {
         Some(peak) => text.push_str(&format!(" (estimated peak {:.3} MiB)", peak as f64 / MIB)),
         None => text.push_str(

@@ -12,9 +12,10 @@ use web_time::Instant;
 use super::config::RunConfig;
 use super::device::{AdapterInfo, Gpu};
 use super::error::EngineError;
+use super::memory::Categories;
 use super::memory::largest::{Oversized, oversized};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
-use super::overrides::apply_override;
+use super::overrides::apply_overrides;
 use super::phase::Phase;
 use super::train::{KeptBytes, PredictedBytes, Run, Timeline};
 use super::validate::Purpose;
@@ -30,7 +31,14 @@ pub struct Plan {
     pub adapter: AdapterInfo,
     /// The config as planned: its first [`PLAN_STEPS`] steps and one evaluation batch.
     pub config: RunConfig,
+    /// The model's parameters (LoRA adapters not included).
     pub params: u64,
+    /// Parameters that train (`strategies.trainable`).
+    #[serde(default)]
+    pub trainable_params: u64,
+    /// Parameters of LoRA adapters.
+    #[serde(default)]
+    pub adapter_params: u64,
     /// In use once the parameters exist: the weights as stored.
     pub weight_bytes: u64,
     /// The most bytes in use at any kernel launch or check point, training and evaluation.
@@ -39,6 +47,12 @@ pub struct Plan {
     pub high_water_reserved_bytes: u64,
     /// Each phase's high-water of bytes in use.
     pub high_water_in_use_by_phase: BTreeMap<Phase, u64>,
+    /// The training step with the highest high-water mark, by what held it.
+    #[serde(default)]
+    pub high_water_by_category: Option<Categories>,
+    /// That step's categories at their own sizes (`Summary::category_sizes`).
+    #[serde(default)]
+    pub category_sizes: Option<Categories>,
     /// Each phase's largest reserved reading at its check points.
     pub reserved_by_phase: BTreeMap<Phase, u64>,
     /// How the high-water figures were taken (see `Summary::high_water_is`).
@@ -168,6 +182,10 @@ pub async fn plan(
         name: config.name.clone(),
         adapter: summary.adapter.clone(),
         params: summary.params,
+        trainable_params: summary.trainable_params,
+        adapter_params: summary.adapter_params,
+        high_water_by_category: summary.high_water_by_category,
+        category_sizes: summary.category_sizes,
         weight_bytes: summary.weight_bytes,
         high_water_in_use_bytes: summary.high_water_in_use_bytes,
         high_water_reserved_bytes: summary.high_water_reserved_bytes,
@@ -195,9 +213,11 @@ async fn check(
     gpu: &Gpu,
     on_step: &mut dyn FnMut(usize),
 ) -> Result<Checked, EngineError> {
-    let assignment = format!("{}={}", suggestion.field, suggestion.value);
-    let changed = match apply_override(config, &assignment)
-        .and_then(|changed| changed.validate_for(Purpose::Plan).map(|()| changed))
+    let changed = match apply_overrides(
+        config.clone(),
+        suggestion.assignments().iter().map(String::as_str),
+    )
+    .and_then(|changed| changed.validate_for(Purpose::Plan).map(|()| changed))
     {
         Ok(changed) => changed,
         Err(err) => {

@@ -58,6 +58,12 @@ pub const PRESETS: &[Preset] = &[
         purpose: "the same task as a tiny GPT-2-style decoder: causal attention, next-token loss",
         json: include_str!("presets/sort-gpt.json"),
     },
+    Preset {
+        name: "sort-llama",
+        purpose: "the same task as a tiny Llama-style decoder: RMSNorm, SwiGLU, rotary \
+                  positions, two query heads per key/value head",
+        json: include_str!("presets/sort-llama.json"),
+    },
 ];
 
 /// Models of the sizes people train, for `vramlab plan`: far bigger than a playground (and than
@@ -68,6 +74,18 @@ pub const PLAN_PRESETS: &[Preset] = &[
         purpose: "GPT-2 small as it is: a 12-layer decoder, width 768, 1024 positions, 50257 \
                   tokens, tied embeddings (124,439,808 parameters)",
         json: include_str!("presets/gpt2-small.json"),
+    },
+    Preset {
+        name: "tinyllama-1.1b",
+        purpose: "TinyLlama-1.1B's shape: 22 blocks, width 2048, 32 heads sharing 4 key/value \
+                  heads, 32000 tokens, 2048 positions (1,100,048,384 parameters)",
+        json: include_str!("presets/tinyllama-1.1b.json"),
+    },
+    Preset {
+        name: "llama2-7b",
+        purpose: "Llama-2-7B's shape: 32 blocks, width 4096, 32 heads, SwiGLU 11008, 32000 \
+                  tokens, untied output (6,738,415,616 parameters)",
+        json: include_str!("presets/llama2-7b.json"),
     },
     Preset {
         name: "wide-cnn",
@@ -116,9 +134,12 @@ pub fn describe(preset: &Preset) -> String {
                 ModelKind::Gru | ModelKind::Lstm => {
                     format!("{} w{}", c.model.kind.name(), c.model.width)
                 }
-                ModelKind::Transformer => format!(
-                    "transformer w{} x{} h{}",
-                    c.model.width, c.model.layers, c.model.heads
+                ModelKind::Transformer | ModelKind::Llama => format!(
+                    "{} w{} x{} h{}",
+                    c.model.kind.name(),
+                    c.model.width,
+                    c.model.layers,
+                    c.model.heads
                 ),
             };
             format!(

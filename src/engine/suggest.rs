@@ -3,7 +3,7 @@
 
 use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, LossBookkeeping, MemoryPool, MixedPrecision, ModelKind,
-    OpPath, RunConfig,
+    OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -52,7 +52,8 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     }
     // A transformer's first changes: what fusing its attention and loss saves comes at no
     // cost to the training, and on long sequences or large vocabularies it is most of the step.
-    if config.model.kind == ModelKind::Transformer && strategies.attention == OpPath::Naive {
+    let attends = matches!(config.model.kind, ModelKind::Transformer | ModelKind::Llama);
+    if attends && strategies.attention == OpPath::Naive {
         changes.push(("strategies.attention", "fused".into()));
     }
     if strategies.cross_entropy == OpPath::Naive {
@@ -63,6 +64,17 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     }
     if strategies.mixed_precision == MixedPrecision::Off && shader_f16 {
         changes.push(("strategies.mixed_precision", "f16".into()));
+    }
+    // A fine-tune's changes: adapters instead of every weight, the frozen weights in f16 (what
+    // QLoRA's quantized base does, at two bytes), an optimizer with less state.
+    if attends && strategies.trainable == Trainable::All {
+        changes.push(("strategies.trainable", "lora".into()));
+    }
+    if attends && strategies.weight_dtype == WeightDtype::F32 && shader_f16 {
+        changes.push(("strategies.weight_dtype", "f16".into()));
+    }
+    if matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
+        changes.push(("optimizer", "adafactor".into()));
     }
     for factor in [2, 4, 8, 16, 32] {
         let k = strategies.grad_accumulation * factor;
@@ -110,6 +122,7 @@ pub fn what_fits(config: &RunConfig, failure: &Failure) -> (Vec<Suggestion>, u64
             field: "strategies.memory_pool".into(),
             value: "exclusive".into(),
             estimated_peak_bytes: None,
+            with: Vec::new(),
         });
     }
     for (field, value) in candidates(config, failure.shader_f16) {
@@ -128,8 +141,51 @@ pub fn what_fits(config: &RunConfig, failure: &Failure) -> (Vec<Suggestion>, u64
                 field: field.to_string(),
                 value,
                 estimated_peak_bytes: Some(peak as u64),
+                with: Vec::new(),
             });
         }
     }
+    if fits.is_empty() {
+        fits.extend(together(config, failure, calibration));
+    }
     (fits, (own.params as f64 * calibration) as u64)
+}
+
+/// When no single change fits: the candidates taken one after another, each kept only if it
+/// lowers the estimate, until the estimate fits (a fine-tune of a large model needs several at
+/// once: adapters, f16 weights, fused attention, checkpointing). `None` if all of them do not.
+fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<Suggestion> {
+    let mut changed = config.clone();
+    let mut peak = predict(config).peak as f64 * calibration;
+    let mut made: Vec<(&'static str, String)> = Vec::new();
+    for (field, value) in candidates(config, failure.shader_f16) {
+        if made.iter().any(|(done, _)| *done == field) {
+            continue;
+        }
+        let Ok(next) = apply_override(&changed, &format!("{field}={value}")) else {
+            continue;
+        };
+        if next.validate_for(failure.purpose).is_err() {
+            continue;
+        }
+        let next_peak = predict(&next).peak as f64 * calibration;
+        if next_peak >= peak {
+            continue;
+        }
+        (changed, peak) = (next, next_peak);
+        made.push((field, value));
+        if peak <= failure.budget_bytes as f64 {
+            let (field, value) = made.pop().expect("one change was just made");
+            return Some(Suggestion {
+                field: field.to_string(),
+                value,
+                estimated_peak_bytes: Some(peak as u64),
+                with: made
+                    .into_iter()
+                    .map(|(field, value)| format!("{field}={value}"))
+                    .collect(),
+            });
+        }
+    }
+    None
 }

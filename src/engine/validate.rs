@@ -170,21 +170,20 @@ fn model(config: &RunConfig) -> Check {
     let model = &config.model;
     let input = config.data.input_kind();
     if !model.kind.accepts(input) {
-        let fits: Vec<&str> = [
-            ModelKind::Mlp,
-            ModelKind::Cnn,
-            ModelKind::Gru,
-            ModelKind::Lstm,
-            ModelKind::Transformer,
-        ]
-        .into_iter()
-        .filter(|kind| kind.accepts(input))
-        .map(ModelKind::name)
-        .collect();
+        let fits: Vec<&str> = ModelKind::ALL
+            .into_iter()
+            .filter(|kind| kind.accepts(input))
+            .map(ModelKind::name)
+            .collect();
         let shape = match &config.data.table {
             Some(table) if config.data.kind == DataKind::Csv => format!(
-                " (a table of {} features; the CNN takes 64, as 8x8 images)",
-                table.width()
+                " (a table of {} features{})",
+                table.width(),
+                if model.kind == ModelKind::Cnn {
+                    "; the CNN takes 64, as 8x8 images"
+                } else {
+                    ""
+                }
             ),
             _ => String::new(),
         };
@@ -198,12 +197,13 @@ fn model(config: &RunConfig) -> Check {
             ),
         ));
     }
-    if model.decoder && model.kind != ModelKind::Transformer {
+    // A llama is always a decoder: the flag says nothing new there.
+    if model.decoder && !matches!(model.kind, ModelKind::Transformer | ModelKind::Llama) {
         return Err(ConfigError::invalid(
             "model.decoder",
             format!(
-                "only a transformer can be a decoder (model.kind = {}); set model.kind = \
-                 transformer or model.decoder = false",
+                "only a transformer (or a llama, always one) can be a decoder (model.kind = \
+                 {}); set model.kind = transformer or model.decoder = false",
                 model.kind.name()
             ),
         ));
@@ -239,20 +239,88 @@ fn model(config: &RunConfig) -> Check {
             widths("model.hidden", &model.hidden[..1], limits::WIDTH)?;
         }
         ModelKind::Gru | ModelKind::Lstm => int_in("model.width", model.width, limits::WIDTH)?,
-        ModelKind::Transformer => {
-            int_in("model.width", model.width, limits::WIDTH)?;
-            int_in("model.layers", model.layers, limits::LAYERS)?;
-            int_in("model.heads", model.heads, limits::HEADS)?;
-            int_in("model.ff", model.ff, limits::WIDTH)?;
-            if !model.width.is_multiple_of(model.heads) {
-                return Err(ConfigError::invalid(
-                    "model.heads",
-                    format!(
-                        "{} does not divide model.width = {}",
-                        model.heads, model.width
-                    ),
-                ));
-            }
+        ModelKind::Transformer | ModelKind::Llama => attention_model(config)?,
+    }
+    Ok(())
+}
+
+/// A transformer's or llama's sizes, and the token and position tables it states.
+fn attention_model(config: &RunConfig) -> Check {
+    let model = &config.model;
+    int_in("model.width", model.width, limits::WIDTH)?;
+    int_in("model.layers", model.layers, limits::LAYERS)?;
+    int_in("model.heads", model.heads, limits::HEADS)?;
+    int_in("model.ff", model.ff, limits::FF)?;
+    if !model.width.is_multiple_of(model.heads) {
+        return Err(ConfigError::invalid(
+            "model.heads",
+            format!(
+                "{} does not divide model.width = {}",
+                model.heads, model.width
+            ),
+        ));
+    }
+    let kv_heads = model.kv_heads();
+    if model.kind == ModelKind::Transformer && kv_heads != model.heads {
+        return Err(ConfigError::invalid(
+            "model.kv_heads",
+            "a transformer has one key/value head per attention head (0); grouped-query \
+             attention is a llama's",
+        ));
+    }
+    if !(1..=model.heads).contains(&kv_heads) || !model.heads.is_multiple_of(kv_heads) {
+        return Err(ConfigError::invalid(
+            "model.kv_heads",
+            format!(
+                "{kv_heads} must divide model.heads = {} (0: one per head)",
+                model.heads
+            ),
+        ));
+    }
+    if model.kind == ModelKind::Llama {
+        let head_dim = model.width / model.heads;
+        if !head_dim.is_multiple_of(2) {
+            return Err(ConfigError::invalid(
+                "model.heads",
+                format!(
+                    "rotary positions turn pairs of a head's dimensions: model.width / \
+                     model.heads = {head_dim} must be even"
+                ),
+            ));
+        }
+        float_in("model.rope_theta", model.rope_theta, limits::ROPE_THETA)?;
+        float_in("model.norm_eps", model.norm_eps, limits::NORM_EPS)?;
+    }
+    let data_tokens = config.data.vocab + 1;
+    if model.vocab != 0 {
+        int_in("model.vocab", model.vocab, limits::MODEL_VOCAB)?;
+        if model.vocab < data_tokens {
+            return Err(ConfigError::out_of_range(
+                "model.vocab",
+                model.vocab,
+                format!(
+                    "{data_tokens}..={} (the data's {} tokens and its query token must have \
+                     rows; 0: exactly those)",
+                    limits::MODEL_VOCAB.1,
+                    config.data.vocab
+                ),
+            ));
+        }
+    }
+    let length = 2 * config.data.seq_len;
+    if model.positions != 0 {
+        int_in("model.positions", model.positions, limits::POSITIONS)?;
+        if model.positions < length {
+            return Err(ConfigError::out_of_range(
+                "model.positions",
+                model.positions,
+                format!(
+                    "{length}..={} (each sample is {length} tokens: data.seq_len = {} and as \
+                     many answers; 0: exactly that)",
+                    limits::POSITIONS.1,
+                    config.data.seq_len
+                ),
+            ));
         }
     }
     Ok(())

@@ -86,6 +86,60 @@ fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
     }
 }
 
+/// Hugging Face's `repeat_kv`: each key/value head repeated for its group of query heads.
+fn repeat_heads(t: Tensor<4>, group: usize) -> Tensor<4> {
+    let [batch, heads, length, head_dim] = t.dims();
+    t.unsqueeze_dim::<5>(2)
+        .expand([batch, heads, group, length, head_dim])
+        .reshape([batch, heads * group, length, head_dim])
+}
+
+#[test]
+fn grouped_fused_attention_equals_naive_attention_on_repeated_heads() {
+    let (_lock, gpu) = gpu();
+    let device = gpu.device.clone().autodiff();
+    device.seed(9);
+    // Six query heads over two key/value heads, 13 positions: blocks of 5 folded rows cross
+    // the seams between a group's heads.
+    let (batch, heads, kv_heads, length, head_dim) = (2, 6, 2, 13, 8);
+    for causal in [false, true] {
+        let q = random([batch, heads, length, head_dim], &device).require_grad();
+        let k = random([batch, kv_heads, length, head_dim], &device).require_grad();
+        let v = random([batch, kv_heads, length, head_dim], &device).require_grad();
+        let upstream = random([batch, heads, length, head_dim], &device);
+        let group = heads / kv_heads;
+        let grads_of = |out: Tensor<4>| {
+            let grads = (out.clone() * upstream.clone()).sum().backward();
+            let grad = |t: &Tensor<4>| t.grad(&grads).expect("every input is tracked");
+            (out.inner(), [grad(&q), grad(&k), grad(&v)])
+        };
+        let (naive_out, naive_grads) = grads_of(attention::naive(
+            q.clone(),
+            repeat_heads(k.clone(), group),
+            repeat_heads(v.clone(), group),
+            causal,
+        ));
+        let (fused_out, fused_grads) = grads_of(attention::fused_grouped_in_blocks(
+            q.clone(),
+            k.clone(),
+            v.clone(),
+            causal,
+            5,
+        ));
+        let out_gap = relative_gap(naive_out, fused_out);
+        println!("grouped attention (causal {causal}): output gap {out_gap:.2e}");
+        assert!(out_gap < 1e-5, "outputs differ by {out_gap}");
+        for (name, (a, b)) in ["q", "k", "v"]
+            .iter()
+            .zip(naive_grads.into_iter().zip(fused_grads))
+        {
+            let gap = relative_gap(a, b);
+            println!("  d{name} gap {gap:.2e}");
+            assert!(gap < 1e-5, "d{name} differs by {gap} (causal {causal})");
+        }
+    }
+}
+
 #[test]
 fn fused_cross_entropy_equals_burns_loss_in_value_and_gradient() {
     let (_lock, gpu) = gpu();
@@ -153,6 +207,11 @@ fn fused_run_follows_naive_run(preset: &str) {
 #[test]
 fn fused_encoder_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-transformer");
+}
+
+#[test]
+fn fused_llama_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-llama");
 }
 
 #[test]

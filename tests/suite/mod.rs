@@ -3,6 +3,7 @@ mod categories;
 mod cli;
 mod config_errors;
 mod finder;
+mod finetune;
 mod fused_ops;
 mod high_water;
 mod memory;

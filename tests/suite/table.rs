@@ -374,20 +374,27 @@ fn models_take_a_table_by_its_width() {
     let points = on(b"x,y,label\n0,1,a\n1,0,b\n2,2,a\n3,1,b\n", "p.csv");
     assert_eq!(points.data.input_kind(), InputKind::Points);
     assert_eq!(points.data.kind, DataKind::Csv);
-    // A transformer's config takes a table by switching to the table's MLP.
-    let mut config = support::config("sort-transformer", &[]);
-    let notes = use_table(
-        &mut config,
-        SharedTable::new(table::read("iris.csv", IRIS, "").unwrap()),
-        "iris.csv",
-        false,
-    );
-    assert_eq!(config.model.kind, ModelKind::Mlp);
-    assert!(
-        notes[0].starts_with("model.kind: transformer cannot train"),
-        "{notes:?}"
-    );
-    config.validate().unwrap();
+    // A sequence model's config takes a table by switching to the table's MLP (and its
+    // strategies: fused attention or LoRA mean nothing to it).
+    for name in ["sort-transformer", "sort-llama"] {
+        let mut config = support::config(name, &[]);
+        let notes = use_table(
+            &mut config,
+            SharedTable::new(table::read("iris.csv", IRIS, "").unwrap()),
+            "iris.csv",
+            false,
+        );
+        assert_eq!(config.model.kind, ModelKind::Mlp, "{name}");
+        assert!(
+            notes[0].starts_with(&format!("model.kind: {} cannot train", config_kind(name))),
+            "{notes:?}"
+        );
+        config.validate().unwrap();
+    }
+}
+
+fn config_kind(preset: &str) -> &'static str {
+    support::config(preset, &[]).model.kind.name()
 }
 
 #[test]

@@ -230,11 +230,18 @@ pub fn ConfigPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> im
                     {field(editor, "heads", "model.heads", "attention heads")}
                     {field(editor, "ff", "model.ff", "feed-forward width")}
                 }.into_any(),
+                ModelKind::Llama => view! {
+                    {field(editor, "width", "model.width", "model width")}
+                    {field(editor, "layers", "model.layers", "decoder blocks")}
+                    {field(editor, "heads", "model.heads", "attention heads")}
+                    {field(editor, "kv heads", "model.kv_heads", "key/value heads (0: one per head)")}
+                    {field(editor, "ff", "model.ff", "SwiGLU width")}
+                }.into_any(),
             }}
         </section>
         <section class="panel" id="training-panel">
             <h2>"Training"</h2>
-            {choice(editor, "optimizer", "optimizer", &["sgd", "momentum", "adam"], &[], Signal::derive(|| None))}
+            {control(editor, entry("optimizer"), no_f16)}
             {field(editor, "learning rate", "learning_rate", "step size")}
             {control(editor, entry("batch_size"), no_f16)}
             {control(editor, entry("eval_batch_size"), no_f16)}

@@ -42,7 +42,7 @@ pub enum Command {
     BenchSampling(TrainArgs),
     /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
     /// for each model family.
-    BenchAnalytic,
+    BenchAnalytic(BenchAnalyticArgs),
     /// The CSV reader on generated input: random bytes and iris and wine broken the ways files
     /// break, each parsed, labelled, split and standardised; counts and any panic.
     FuzzCsv(FuzzCsvArgs),
@@ -59,6 +59,14 @@ pub struct FuzzCsvArgs {
     /// The generator's seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct BenchAnalyticArgs {
+    /// Only the grid's rows of this family (mlp, cnn, gru, lstm, transformer, llama,
+    /// finetune). Repeatable.
+    #[arg(long, value_name = "FAMILY")]
+    pub only: Vec<String>,
 }
 
 #[derive(Args, Debug, Default)]

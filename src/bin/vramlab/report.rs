@@ -30,7 +30,12 @@ pub fn error(err: &anyhow::Error) -> String {
 }
 
 pub fn as_set_flag(suggestion: &Suggestion) -> String {
-    let change = format!("--set {}={}", suggestion.field, suggestion.value);
+    let change = suggestion
+        .assignments()
+        .iter()
+        .map(|assignment| format!("--set {assignment}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     match suggestion.estimated_peak_bytes {
         Some(peak) => format!("{change} (estimated peak {:.3} MiB)", mib(peak)),
         None => format!(

@@ -29,9 +29,18 @@ pub mod limits {
     /// Tokens a run may generate in host memory (`samples x 2 x seq_len`): 256 MiB of ids.
     pub const HOST_TOKENS: usize = 1 << 25;
     pub const WIDTH: (usize, usize) = (1, 8192);
+    /// Feed-forward widths (a 70B model's SwiGLU is 28,672 wide).
+    pub const FF: (usize, usize) = (1, 65_536);
     pub const LAYERS: (usize, usize) = (1, 96);
     pub const HIDDEN_LAYERS: (usize, usize) = (0, 16);
-    pub const HEADS: (usize, usize) = (1, 64);
+    pub const HEADS: (usize, usize) = (1, 128);
+    /// Token-table rows and learned positions a model may state beyond its data's own.
+    pub const MODEL_VOCAB: (usize, usize) = (2, 262_144);
+    pub const POSITIONS: (usize, usize) = (2, 131_072);
+    pub const LORA_RANK: (usize, usize) = (1, 1024);
+    pub const LORA_ALPHA: (f64, f64) = (1e-3, 1e4);
+    pub const ROPE_THETA: (f64, f64) = (1.0, 1e9);
+    pub const NORM_EPS: (f64, f64) = (1e-12, 1e-2);
     pub const CHANNELS: (usize, usize) = (1, 512);
     pub const LEARNING_RATE: (f64, f64) = (1e-7, 10.0);
     pub const NOISE: (f64, f64) = (0.0, 1.0);
@@ -234,18 +243,55 @@ pub struct ModelConfig {
     pub activation: Activation,
     /// CNN: output channels of its two 3x3 convolutions.
     pub channels: Vec<usize>,
-    /// GRU/LSTM: hidden size (and embedding size); transformer: model width.
+    /// GRU/LSTM: hidden size (and embedding size); transformer and llama: model width.
     pub width: usize,
-    /// Transformer: encoder layers.
+    /// Transformer and llama: blocks.
     pub layers: usize,
-    /// Transformer: attention heads (must divide `width`).
+    /// Transformer and llama: attention heads (must divide `width`).
     pub heads: usize,
-    /// Transformer: width of the feed-forward block.
+    /// Llama: key/value heads, shared by groups of query heads (grouped-query attention; must
+    /// divide `heads`). 0: one per attention head.
+    pub kv_heads: usize,
+    /// Transformer and llama: width of the feed-forward block.
     pub ff: usize,
     /// Transformer: a GPT-2-style decoder (causal attention, pre-norm blocks, a final
     /// LayerNorm, output tied to the token embedding, next-token loss on every position)
-    /// instead of an encoder that answers at the query positions.
+    /// instead of an encoder that answers at the query positions. A llama is always a decoder.
     pub decoder: bool,
+    /// Transformer and llama: rows of the token table (a decoder's outputs too), when the model
+    /// states more than its data uses (a Hugging Face config's `vocab_size`). 0: the data's
+    /// tokens.
+    pub vocab: usize,
+    /// Transformer: rows of the learned position table (GPT-2's `n_positions`); llama: the
+    /// longest sequence its rotary table covers. 0: the data's sequence length.
+    pub positions: usize,
+    /// Llama: the output layer is the token embedding itself (`tie_word_embeddings`).
+    pub tied: bool,
+    /// Llama: biases on the query, key and value projections (Qwen2).
+    pub qkv_bias: bool,
+    /// Llama: the rotary embedding's base (`rope_theta`).
+    pub rope_theta: f64,
+    /// Llama: RMSNorm's epsilon (`rms_norm_eps`).
+    pub norm_eps: f64,
+}
+
+impl ModelConfig {
+    /// Whether the model predicts the next token at every position (a decoder's loss).
+    pub fn is_decoder(&self) -> bool {
+        match self.kind {
+            ModelKind::Llama => true,
+            ModelKind::Transformer => self.decoder,
+            _ => false,
+        }
+    }
+
+    /// Key/value heads as the model builds them.
+    pub fn kv_heads(&self) -> usize {
+        match self.kv_heads {
+            0 => self.heads,
+            n => n,
+        }
+    }
 }
 
 impl Default for ModelConfig {
@@ -258,8 +304,15 @@ impl Default for ModelConfig {
             width: 64,
             layers: 2,
             heads: 4,
+            kv_heads: 0,
             ff: 128,
             decoder: false,
+            vocab: 0,
+            positions: 0,
+            tied: false,
+            qkv_bias: false,
+            rope_theta: 10_000.0,
+            norm_eps: 1e-5,
         }
     }
 }
@@ -272,9 +325,21 @@ pub enum ModelKind {
     Gru,
     Lstm,
     Transformer,
+    /// A Llama-style decoder: RMSNorm, a SwiGLU feed-forward, rotary positions,
+    /// grouped-query attention, tied or untied output (Llama, Mistral, Qwen2 shapes).
+    Llama,
 }
 
 impl ModelKind {
+    pub const ALL: [ModelKind; 6] = [
+        Self::Mlp,
+        Self::Cnn,
+        Self::Gru,
+        Self::Lstm,
+        Self::Transformer,
+        Self::Llama,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Mlp => "mlp",
@@ -282,6 +347,7 @@ impl ModelKind {
             Self::Gru => "gru",
             Self::Lstm => "lstm",
             Self::Transformer => "transformer",
+            Self::Llama => "llama",
         }
     }
 
@@ -293,7 +359,7 @@ impl ModelKind {
                 InputKind::Points | InputKind::Images | InputKind::Features
             ),
             Self::Cnn => input == InputKind::Images,
-            Self::Gru | Self::Lstm | Self::Transformer => input == InputKind::Tokens,
+            Self::Gru | Self::Lstm | Self::Transformer | Self::Llama => input == InputKind::Tokens,
         }
     }
 }
@@ -316,6 +382,12 @@ pub enum OptimizerKind {
     Momentum,
     /// Adam: two moments per parameter.
     Adam,
+    /// AdamW: Adam's two moments, weight decay applied to the weights directly.
+    Adamw,
+    /// Adafactor: a second moment factored into a row and a column per matrix, no first moment.
+    Adafactor,
+    /// Lion: one moment per parameter, updates by its sign.
+    Lion,
 }
 
 impl OptimizerKind {
@@ -324,21 +396,42 @@ impl OptimizerKind {
     /// Adam's betas (burn's and PyTorch's defaults) and epsilon.
     pub const ADAM_BETAS: (f32, f32) = (0.9, 0.999);
     pub const ADAM_EPSILON: f32 = 1e-8;
+    /// AdamW's decoupled weight decay: PyTorch's default (burn's is 1e-4).
+    pub const ADAMW_WEIGHT_DECAY: f32 = 0.01;
+    pub const ALL: [OptimizerKind; 6] = [
+        Self::Sgd,
+        Self::Momentum,
+        Self::Adam,
+        Self::Adamw,
+        Self::Adafactor,
+        Self::Lion,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Self::Sgd => "sgd",
             Self::Momentum => "momentum",
             Self::Adam => "adam",
+            Self::Adamw => "adamw",
+            Self::Adafactor => "adafactor",
+            Self::Lion => "lion",
         }
     }
 
-    /// How many parameter-sized state tensors the optimizer keeps.
-    pub fn state_copies(self) -> u64 {
+    /// State values the optimizer keeps for a parameter of these dimensions (an estimate's
+    /// input: burn's optimizers keep exactly these tensors).
+    pub fn state_values(self, dims: &[usize]) -> u64 {
+        let values: u64 = dims.iter().map(|&d| d as u64).product();
         match self {
             Self::Sgd => 0,
-            Self::Momentum => 1,
-            Self::Adam => 2,
+            Self::Momentum | Self::Lion => values,
+            Self::Adam | Self::Adamw => 2 * values,
+            // A row and a column second moment per matrix (per leading index for higher
+            // ranks); a vector keeps a full one.
+            Self::Adafactor => match dims {
+                [.., rows, cols] => values / (*rows as u64 * *cols as u64) * (*rows + *cols) as u64,
+                _ => values,
+            },
         }
     }
 }
@@ -398,6 +491,35 @@ pub struct Strategies {
     /// The loss: burn's `log_softmax` then `gather` (`naive`), or one op that keeps the logits
     /// and a log-sum-exp per row (`fused`).
     pub cross_entropy: OpPath,
+    /// Which weights train: all of them, only the output layer (`head`: the rest frozen, no
+    /// gradients and no optimizer state), or low-rank adapters beside frozen weights (`lora`).
+    pub trainable: Trainable,
+    /// LoRA: the adapters' rank.
+    pub lora_rank: usize,
+    /// LoRA: the adapters' scale is `lora_alpha / lora_rank`.
+    pub lora_alpha: f64,
+}
+
+/// Which weights train (see [`Strategies::trainable`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Trainable {
+    #[default]
+    All,
+    /// The output layer (and a decoder's final norm); everything before it frozen.
+    Head,
+    /// Rank-`lora_rank` adapters on every weight matrix of the body; every base weight frozen.
+    Lora,
+}
+
+impl Trainable {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Head => "head",
+            Self::Lora => "lora",
+        }
+    }
 }
 
 /// Whether an op runs as burn's separate ops (`naive`) or as one of vramlab's fused ops
@@ -485,6 +607,9 @@ impl Default for Strategies {
             kernels: Kernels::Burn,
             attention: OpPath::Naive,
             cross_entropy: OpPath::Naive,
+            trainable: Trainable::All,
+            lora_rank: 8,
+            lora_alpha: 16.0,
         }
     }
 }
@@ -585,6 +710,24 @@ impl RunConfig {
 
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).expect("a RunConfig always serializes")
+    }
+
+    /// Rows of a token model's embedding table: the model's stated vocabulary, or the data's
+    /// tokens (its vocabulary and the query token).
+    pub fn token_rows(&self) -> usize {
+        match self.model.vocab {
+            0 => self.data.vocab + 1,
+            rows => rows,
+        }
+    }
+
+    /// Positions a transformer's table (or a llama's rotary table) covers: the model's stated
+    /// count, or the data's sequence (its input and query halves).
+    pub fn position_rows(&self) -> usize {
+        match self.model.positions {
+            0 => 2 * self.data.seq_len,
+            rows => rows,
+        }
     }
 
     /// Samples in the largest forward pass of a training step: the batch, or with gradient

@@ -248,6 +248,10 @@ impl FusedMlp {
                 OptimizerKind::ADAM_BETAS.0,
                 OptimizerKind::ADAM_BETAS.1,
             ),
+            other => unreachable!(
+                "strategies::kernels::check refuses optimizer = {} with the fused kernels",
+                other.name()
+            ),
         };
         let hyper = [
             learning_rate as f32,

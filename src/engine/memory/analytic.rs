@@ -9,13 +9,17 @@
 //!   activation (the next layer keeps the latter as its input);
 //! - gradients: one per parameter, alive between backward and the optimizer step.
 //!
+//! `strategies.trainable` narrows the last two to the weights that train, adds LoRA's adapters
+//! to the parameters, and (training only the head) drops the activations no trainable weight
+//! lies behind.
+//!
 //! [`Phase`]: super::Phase
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind,
-    OpPath, RunConfig,
+    OpPath, OptimizerKind, RunConfig, Trainable,
 };
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
 use crate::engine::models::cnn_geometry;
@@ -35,12 +39,91 @@ pub struct LayerEstimate {
     /// (MLP and CNN; 0 elsewhere): what an activation that cannot work in place needs beside
     /// its input.
     pub output_bytes: u64,
+    /// The dimensions of each of its parameter tensors (what Adafactor's factored state and
+    /// LoRA's adapters are sized by).
+    #[serde(default)]
+    pub tensors: Vec<Vec<u64>>,
+    /// The weight matrices LoRA adapts here, `[d_in, d_out]` (`models::Parts::adapted`).
+    #[serde(default)]
+    pub adapted: Vec<[u64; 2]>,
+    /// Part of the output layer (what `trainable = head` trains).
+    #[serde(default)]
+    pub head: bool,
+    /// A head layer's activation bytes when nothing before it trains (`trainable = head`):
+    /// what its own weights' gradients need, without what only its input's gradient would.
+    #[serde(default)]
+    pub frozen_body_bytes: u64,
+}
+
+impl LayerEstimate {
+    fn new(name: String, tensors: Vec<Vec<u64>>, activation_bytes: u64) -> Self {
+        Self {
+            name,
+            params: tensors
+                .iter()
+                .map(|dims| dims.iter().product::<u64>())
+                .sum(),
+            activation_bytes,
+            output_bytes: 0,
+            tensors,
+            adapted: Vec::new(),
+            head: false,
+            frozen_body_bytes: 0,
+        }
+    }
+
+    fn output(self, output_bytes: u64) -> Self {
+        Self {
+            output_bytes,
+            ..self
+        }
+    }
+
+    /// LoRA adapts these of its matrices.
+    fn adapting(self, adapted: Vec<[u64; 2]>) -> Self {
+        Self { adapted, ..self }
+    }
+
+    /// Every matrix of its tensors is adapted.
+    fn adapting_all(self) -> Self {
+        let adapted = self
+            .tensors
+            .iter()
+            .filter_map(|dims| match dims[..] {
+                [rows, cols] => Some([rows, cols]),
+                _ => None,
+            })
+            .collect();
+        self.adapting(adapted)
+    }
+
+    /// Part of the output layer; with a frozen body it keeps `frozen_body_bytes`.
+    fn in_head_keeping(self, frozen_body_bytes: u64) -> Self {
+        Self {
+            head: true,
+            frozen_body_bytes,
+            ..self
+        }
+    }
+}
+
+/// A dense layer's weight `[inputs, outputs]` and, with `bias`, its bias.
+fn linear_tensors(inputs: usize, outputs: usize, bias: bool) -> Vec<Vec<u64>> {
+    let mut tensors = vec![vec![inputs as u64, outputs as u64]];
+    if bias {
+        tensors.push(vec![outputs as u64]);
+    }
+    tensors
 }
 
 /// The prediction for a whole config, in bytes (but `param_count`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct MemoryPrediction {
     pub param_count: u64,
+    /// Parameters that train (`strategies.trainable`): LoRA's adapters, the head's, or all.
+    #[serde(default)]
+    pub trainable_count: u64,
+    /// Bytes of the weights as stored, LoRA's adapters included.
     pub params: u64,
     pub grads: u64,
     pub optimizer_state: u64,
@@ -69,14 +152,14 @@ pub(crate) fn data_shape(config: &RunConfig) -> (usize, usize, usize) {
         }
         // A decoder predicts the next token, the query id included, at every position.
         InputKind::Tokens if is_decoder(config) => {
-            (2 * data.seq_len, data.vocab + 1, 2 * data.seq_len)
+            (2 * data.seq_len, config.token_rows(), 2 * data.seq_len)
         }
         InputKind::Tokens => (2 * data.seq_len, data.vocab, data.seq_len),
     }
 }
 
 fn is_decoder(config: &RunConfig) -> bool {
-    config.model.kind == ModelKind::Transformer && config.model.decoder
+    config.model.is_decoder()
 }
 
 /// Bytes of the fused ops' blocks (`engine::ops`): at most this much of a score or logit
@@ -89,10 +172,6 @@ fn loss_block(full: u64) -> u64 {
     full.min(crate::engine::ops::cross_entropy::BLOCK_BYTES as u64)
 }
 
-fn linear_params(inputs: usize, outputs: usize) -> u64 {
-    (inputs * outputs + outputs) as u64
-}
-
 /// Per-layer estimates of `config`'s model for a batch of `b` samples.
 fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
     let (width, classes, _) = data_shape(config);
@@ -101,6 +180,7 @@ fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
         ModelKind::Cnn => cnn_layers(config, classes, b),
         ModelKind::Gru | ModelKind::Lstm => recurrent_layers(config, classes, b),
         ModelKind::Transformer => transformer_layers(config, classes, b),
+        ModelKind::Llama => llama_layers(config, b),
     };
     if config.strategies.training_precision() != MixedPrecision::Off {
         // Everything before the head is computed and kept in f16; the head's logits are cast
@@ -130,14 +210,27 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let k = config.strategies.grad_accumulation.max(1) as u64;
     // With accumulation each pass sees one micro-batch; the largest sets the activations.
     let micro = config.largest_micro_batch() as u64;
-    let layers = layers_for(config, micro);
+    let mut layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
     let precision = config.strategies.training_precision();
-    let params = match precision {
-        MixedPrecision::F16Unscaled => param_count * 2,
-        _ => param_count * F32,
+    let weight_bytes = match precision {
+        MixedPrecision::F16Unscaled => 2,
+        _ => F32,
     };
+    let trained = Trained::of(config, &layers);
+    let params = (param_count + trained.adapters) * weight_bytes;
+    if trained.head_only {
+        // Nothing before the head trains, so no graph is recorded there.
+        for layer in &mut layers {
+            layer.activation_bytes = if layer.head {
+                layer.frozen_body_bytes
+            } else {
+                0
+            };
+        }
+    }
     let mut activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
+    activations += trained.low_rank_per_sample * micro * F32;
     if precision == MixedPrecision::F16 {
         // The f16 copy of the weights each forward pass computes with, kept for backward.
         activations += param_count * 2;
@@ -185,8 +278,14 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
                 })
             }
         };
-    let optimizer_state = params * config.optimizer.state_copies();
-    let grads = params;
+    // Gradients come in the weights' dtype; so does the state of burn's optimizers, but
+    // Adafactor's, which is f32 whatever the weights are.
+    let grads = trained.values * weight_bytes;
+    let state_bytes = match config.optimizer {
+        OptimizerKind::Adafactor => F32,
+        _ => weight_bytes,
+    };
+    let optimizer_state = trained.state_values(config.optimizer) * state_bytes;
     let resident = params + optimizer_state + resident_data;
     // Backward starts with every activation alive and first makes the gradients of the last
     // layers' outputs (`backward_working_set`); the parameters' gradients come as activations
@@ -201,14 +300,32 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         // The logits' gradient is written over the saved logits.
         OpPath::Fused => 0,
     };
-    let backward = activations
-        + accumulated
-        + grads
-            .max(backward_working_set(config, micro))
-            .max(loss_backward);
+    let working_set = if trained.head_only {
+        0
+    } else {
+        backward_working_set(config, micro) + trained.branch_gradient(config, &layers, micro)
+    };
+    // Backward frees each layer's activations as it makes that layer's gradients: it starts with
+    // every activation and the output layer's gradients, and ends with every gradient. When the
+    // gradients outweigh the activations (a large model on short sequences) the end is its
+    // high-water mark.
+    let head_grads = match config.strategies.trainable {
+        Trainable::Lora => 0,
+        _ => {
+            layers
+                .iter()
+                .filter(|l| l.head)
+                .map(|l| l.params)
+                .sum::<u64>()
+                * weight_bytes
+        }
+    };
+    let backward =
+        accumulated + (activations + head_grads.max(working_set).max(loss_backward)).max(grads);
     let peak = (resident + batch + backward).max(resident + eval_batch);
     MemoryPrediction {
         param_count,
+        trainable_count: trained.values,
         params,
         grads,
         optimizer_state,
@@ -219,6 +336,93 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         peak,
         leak_per_step,
         layers,
+    }
+}
+
+/// What trains, from `strategies.trainable` and the layers' tensors.
+struct Trained {
+    /// Parameter values that get a gradient and optimizer state.
+    values: u64,
+    /// Their tensors' dimensions (optimizer state is sized per tensor).
+    tensors: Vec<Vec<u64>>,
+    /// LoRA's adapter values, stored beside the frozen weights.
+    adapters: u64,
+    /// Per sample and position, LoRA's `x A` of every adapted matrix, kept for backward.
+    low_rank_per_sample: u64,
+    /// Only the head trains and no trainable weight lies before it: the body keeps no graph.
+    head_only: bool,
+}
+
+impl Trained {
+    fn of(config: &RunConfig, layers: &[LayerEstimate]) -> Self {
+        let s = &config.strategies;
+        let tensors: Vec<Vec<u64>> = match s.trainable {
+            Trainable::All => layers.iter().flat_map(|l| l.tensors.clone()).collect(),
+            Trainable::Head => layers
+                .iter()
+                .filter(|l| l.head)
+                .flat_map(|l| l.tensors.clone())
+                .collect(),
+            Trainable::Lora => {
+                let r = s.lora_rank as u64;
+                layers
+                    .iter()
+                    .flat_map(|l| &l.adapted)
+                    .flat_map(|&[d_in, d_out]| [vec![d_in, r], vec![r, d_out]])
+                    .collect()
+            }
+        };
+        let values = tensors.iter().map(|t| t.iter().product::<u64>()).sum();
+        let adapters = match s.trainable {
+            Trainable::Lora => values,
+            _ => 0,
+        };
+        let positions = match config.data.kind.input_kind() {
+            InputKind::Tokens => 2 * config.data.seq_len as u64,
+            _ => 1,
+        };
+        let low_rank_per_sample = match s.trainable {
+            Trainable::Lora => {
+                let matrices = layers.iter().map(|l| l.adapted.len() as u64).sum::<u64>();
+                matrices * s.lora_rank as u64 * positions
+            }
+            _ => 0,
+        };
+        // A head that starts at the first layer (a decoder's tied token embedding) has every
+        // layer behind it.
+        let head_only = s.trainable == Trainable::Head && !layers.first().is_some_and(|l| l.head);
+        Self {
+            values,
+            tensors,
+            adapters,
+            low_rank_per_sample,
+            head_only,
+        }
+    }
+
+    /// LoRA's backward splits each adapted layer's output gradient between the frozen product
+    /// and the low-rank branch: one more gradient of the largest layer output at a time.
+    fn branch_gradient(&self, config: &RunConfig, layers: &[LayerEstimate], b: u64) -> u64 {
+        if self.adapters == 0 {
+            return 0;
+        }
+        let m = &config.model;
+        match m.kind {
+            ModelKind::Mlp | ModelKind::Cnn => {
+                layers.iter().map(|l| l.output_bytes).max().unwrap_or(0)
+            }
+            _ => 2 * config.data.seq_len as u64 * b * m.width.max(m.ff) as u64 * F32,
+        }
+    }
+
+    fn state_values(&self, optimizer: OptimizerKind) -> u64 {
+        self.tensors
+            .iter()
+            .map(|dims| {
+                let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+                optimizer.state_values(&dims)
+            })
+            .sum()
     }
 }
 
@@ -255,6 +459,20 @@ fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
             let feed_forward = n * length * (m.width as u64 + 2 * m.ff as u64) * F32;
             attention.max(feed_forward)
         }
+        // The same shape for a llama (the mask is built with -inf fills, no int tensor; four
+        // [n, L, width] beside the scores in plans: the stream, Q, K, V), with its
+        // feed-forward's gate and up projections and their product.
+        ModelKind::Llama => {
+            let full_scores = n * m.heads as u64 * length * length * F32;
+            let scores = match config.strategies.attention {
+                OpPath::Naive => 2 * full_scores,
+                OpPath::Fused => 2 * attention_block(full_scores),
+            };
+            let attention = scores + 4 * n * length * m.width as u64 * F32;
+            // The stream and the normalized input beside the gate, up and their product.
+            let feed_forward = n * length * (2 * m.width as u64 + 2 * m.ff as u64) * F32;
+            attention.max(feed_forward)
+        }
     }
 }
 
@@ -280,7 +498,7 @@ fn backward_working_set(config: &RunConfig, b: u64) -> u64 {
                 .unwrap_or(0);
         }
         ModelKind::Gru | ModelKind::Lstm => 2 * b * length * m.width as u64 * F32,
-        ModelKind::Transformer => {
+        ModelKind::Transformer | ModelKind::Llama => {
             let feed_forward = 3 * b * length * m.ff as u64 * F32;
             let full_scores = b * m.heads as u64 * length * length * F32;
             let scores = match config.strategies.attention {
@@ -310,14 +528,27 @@ fn mlp_layers(config: &RunConfig, width: usize, classes: usize, b: u64) -> Vec<L
         .windows(2)
         .enumerate()
         .map(|(i, pair)| {
-            // The output layer keeps its logits and the log-softmax of the loss.
-            let (kept, activated) = if i < last { (kept, 1) } else { (2, 0) };
             let output = b * pair[1] as u64 * F32;
-            LayerEstimate {
-                name: format!("dense{} {}x{}", i + 1, pair[0], pair[1]),
-                params: linear_params(pair[0], pair[1]),
-                activation_bytes: kept * output,
-                output_bytes: activated * output,
+            let layer = LayerEstimate::new(
+                format!("dense{} {}x{}", i + 1, pair[0], pair[1]),
+                linear_tensors(pair[0], pair[1], true),
+                0,
+            )
+            .adapting_all();
+            if i < last {
+                LayerEstimate {
+                    activation_bytes: kept * output,
+                    ..layer.output(output)
+                }
+            } else {
+                // The output layer keeps its logits and the log-softmax of the loss; with a
+                // frozen body, also its input for its weight's gradient (otherwise counted as
+                // the layer before's output).
+                let input = b * pair[0] as u64 * F32;
+                LayerEstimate {
+                    activation_bytes: 2 * output,
+                    ..layer.in_head_keeping(2 * output + input)
+                }
             }
         })
         .collect()
@@ -330,38 +561,40 @@ fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> 
     let map = (side * side) as u64;
     let pooled_map = (pooled * pooled) as u64;
     let kept = kept_per_activated_layer(config);
+    let conv = |from: usize, to: usize| vec![vec![to as u64, from as u64, 3, 3], vec![to as u64]];
     vec![
-        LayerEstimate {
-            name: format!("conv1 1->{c1} 3x3"),
-            params: (c1 * 9 + c1) as u64,
-            activation_bytes: kept * b * c1 as u64 * map * F32,
-            output_bytes: b * c1 as u64 * map * F32,
-        },
-        LayerEstimate {
-            name: format!("conv2 {c1}->{c2} 3x3"),
-            params: (c1 * c2 * 9 + c2) as u64,
-            activation_bytes: kept * b * c2 as u64 * map * F32,
-            output_bytes: b * c2 as u64 * map * F32,
-        },
-        LayerEstimate {
-            // The pooled map, and the argmax indices max-pool backward needs.
-            name: "maxpool 2x2".into(),
-            params: 0,
-            activation_bytes: b * c2 as u64 * pooled_map * (F32 + INT),
-            output_bytes: 0,
-        },
-        LayerEstimate {
-            name: format!("dense {}x{hidden}", c2 as u64 * pooled_map),
-            params: linear_params(c2 * pooled * pooled, hidden),
-            activation_bytes: kept * b * hidden as u64 * F32,
-            output_bytes: b * hidden as u64 * F32,
-        },
-        LayerEstimate {
-            name: format!("classifier {hidden}x{classes}"),
-            params: linear_params(hidden, classes),
-            activation_bytes: 2 * b * classes as u64 * F32,
-            output_bytes: 0,
-        },
+        LayerEstimate::new(
+            format!("conv1 1->{c1} 3x3"),
+            conv(1, c1),
+            kept * b * c1 as u64 * map * F32,
+        )
+        .output(b * c1 as u64 * map * F32),
+        LayerEstimate::new(
+            format!("conv2 {c1}->{c2} 3x3"),
+            conv(c1, c2),
+            kept * b * c2 as u64 * map * F32,
+        )
+        .output(b * c2 as u64 * map * F32),
+        // The pooled map, and the argmax indices max-pool backward needs.
+        LayerEstimate::new(
+            "maxpool 2x2".into(),
+            Vec::new(),
+            b * c2 as u64 * pooled_map * (F32 + INT),
+        ),
+        LayerEstimate::new(
+            format!("dense {}x{hidden}", c2 as u64 * pooled_map),
+            linear_tensors(c2 * pooled * pooled, hidden, true),
+            kept * b * hidden as u64 * F32,
+        )
+        .output(b * hidden as u64 * F32)
+        .adapting_all(),
+        LayerEstimate::new(
+            format!("classifier {hidden}x{classes}"),
+            linear_tensors(hidden, classes, true),
+            2 * b * classes as u64 * F32,
+        )
+        .adapting_all()
+        .in_head_keeping((2 * classes + hidden) as u64 * b * F32),
     ]
 }
 
@@ -376,28 +609,32 @@ fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEsti
     // themselves. Measured, not derived: planned at two sizes each (`vramlab bench-analytic`:
     // the default presets, and width 512 over 256 steps at batch 32), both agree within 1%.
     let kept_per_step: u64 = if lstm { 12 } else { 10 };
+    // Each gate has an input and a hidden-state dense layer.
+    let cell: Vec<Vec<u64>> = (0..2 * gates)
+        .flat_map(|_| linear_tensors(h, h, true))
+        .collect();
     vec![
-        LayerEstimate {
-            name: format!("embedding {tokens}x{h}"),
-            params: (tokens * h) as u64,
-            activation_bytes: b * length * h as u64 * F32,
-            output_bytes: 0,
-        },
-        LayerEstimate {
-            name: format!(
+        LayerEstimate::new(
+            format!("embedding {tokens}x{h}"),
+            vec![vec![tokens as u64, h as u64]],
+            b * length * h as u64 * F32,
+        ),
+        LayerEstimate::new(
+            format!(
                 "{} {h}x{h} over {length} steps",
                 if lstm { "lstm" } else { "gru" }
             ),
-            params: gates * (linear_params(h, h) + linear_params(h, h)),
-            activation_bytes: kept_per_step * b * length * h as u64 * F32,
-            output_bytes: 0,
-        },
-        LayerEstimate {
-            name: format!("classifier {h}x{classes}"),
-            params: linear_params(h, classes),
-            activation_bytes: sequence_logits_kept(config, classes, b),
-            output_bytes: 0,
-        },
+            cell,
+            kept_per_step * b * length * h as u64 * F32,
+        )
+        .adapting_all(),
+        LayerEstimate::new(
+            format!("classifier {h}x{classes}"),
+            linear_tensors(h, classes, true),
+            sequence_logits_kept(config, classes, b),
+        )
+        .adapting_all()
+        .in_head_keeping(sequence_logits_kept(config, classes, b) + b * length * h as u64 * F32),
     ]
 }
 
@@ -412,16 +649,24 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
     let m = &config.model;
     let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
     let length = 2 * config.data.seq_len as u64;
-    let tokens = (config.data.vocab + 1) as u64;
+    let tokens = config.token_rows() as u64;
+    let positions = config.position_rows() as u64;
     let decoder = is_decoder(config);
     // The embeddings' sum; an encoder's plans hold two more [B, L, d] here.
     let embedded = if decoder { 1 } else { 3 };
-    let mut layers = vec![LayerEstimate {
-        name: format!("embeddings {tokens}+{length} x{d}"),
-        params: (tokens + length) * d,
-        activation_bytes: embedded * b * length * d * F32,
-        output_bytes: 0,
+    let embeddings = LayerEstimate::new(
+        format!("embeddings {tokens}+{positions} x{d}"),
+        vec![vec![tokens, d], vec![positions, d]],
+        embedded * b * length * d * F32,
+    );
+    // A decoder's output is its token embedding: the head trains it, and every layer lies
+    // behind it.
+    let mut layers = vec![if decoder {
+        embeddings.in_head_keeping(0)
+    } else {
+        embeddings
     }];
+    let (w, f) = (m.width, m.ff);
     for i in 0..m.layers {
         // Tensors of [B, L, d] an encoder (post-norm) block keeps: Q, K, V, context,
         // projection, two residual sums and two layer norms, nine in all; a decoder
@@ -431,38 +676,146 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
         // divide: the exponent and the softmax are kept, and the scores themselves, masked for
         // a decoder). Fused attention keeps its output, one more [B, L, d], and one
         // log-sum-exp per row and head instead.
-        let kept = if decoder { 10 } else { 9 };
+        // Frozen LayerNorms (LoRA freezes every base) keep neither normalized input.
+        let frozen_norms = match config.strategies.trainable {
+            Trainable::Lora => 2,
+            _ => 0,
+        };
+        let kept = if decoder { 10 } else { 9 } - frozen_norms;
         let (per_token, scores) = match config.strategies.attention {
             OpPath::Naive => (kept * d + 2 * ff, 3 * heads * length * length),
-            OpPath::Fused => ((kept + 1) * d + 2 * ff + heads, 0),
+            OpPath::Fused => ((kept + 1) * d + 2 * ff, 0),
         };
-        layers.push(LayerEstimate {
-            name: format!(
-                "{}{} d{d} ff{ff} h{heads}",
-                if decoder { "decoder" } else { "encoder" },
-                i + 1
-            ),
-            params: 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 4 * d,
-            activation_bytes: (b * length * per_token + b * scores) * F32,
-            output_bytes: 0,
-        });
+        let lse = match config.strategies.attention {
+            OpPath::Naive => 0,
+            OpPath::Fused => heads,
+        };
+        let mut tensors = Vec::new();
+        for _ in 0..4 {
+            tensors.extend(linear_tensors(w, w, true));
+        }
+        tensors.extend(linear_tensors(w, f, true));
+        tensors.extend(linear_tensors(f, w, true));
+        tensors.extend([vec![d], vec![d], vec![d], vec![d]]);
+        layers.push(
+            LayerEstimate::new(
+                format!(
+                    "{}{} d{d} ff{ff} h{heads}",
+                    if decoder { "decoder" } else { "encoder" },
+                    i + 1
+                ),
+                tensors,
+                (b * length * (per_token + lse) + b * scores) * F32,
+            )
+            .adapting_all(),
+        );
     }
     if decoder {
         // The final LayerNorm, and logits from the token embedding itself (no parameters of
         // their own): one logit tensor over every position is kept for the loss.
-        layers.push(LayerEstimate {
-            name: format!("final norm, tied output {d}x{classes}"),
-            params: 2 * d,
-            activation_bytes: (3 * b * length * d + b * length * classes as u64) * F32,
-            output_bytes: 0,
-        });
+        layers.push(
+            LayerEstimate::new(
+                format!("final norm, tied output {d}x{classes}"),
+                vec![vec![d], vec![d]],
+                (3 * b * length * d + b * length * classes as u64) * F32,
+            )
+            .in_head_keeping(0),
+        );
     } else {
-        layers.push(LayerEstimate {
-            name: format!("classifier {d}x{classes}"),
-            params: d * classes as u64 + classes as u64,
-            activation_bytes: sequence_logits_kept(config, classes, b),
-            output_bytes: 0,
-        });
+        let logits = sequence_logits_kept(config, classes, b);
+        layers.push(
+            LayerEstimate::new(
+                format!("classifier {d}x{classes}"),
+                linear_tensors(w, classes, true),
+                logits,
+            )
+            .adapting_all()
+            .in_head_keeping(logits + b * config.data.seq_len as u64 * d * F32),
+        );
     }
+    layers
+}
+
+/// Tensors of `[B, L, d]` a llama block keeps for backward beside its RMSNorms' normalized
+/// inputs (two more, for their weights' gradients): the input, the norms' outputs, the rotated
+/// Q, the merged context, the residual sum and the repeated keys and values, as plans show
+/// them; and of `[B, L, ff]` (the gate, its sigmoid and SiLU, the up projection, their
+/// product). Naive attention adds three score-sized tensors as the transformer's; fused
+/// attention keeps the rotated K and V at their own heads, its output and one log-sum-exp per
+/// row and head instead of the repeated keys and values.
+const LLAMA_KEPT_WIDTH: u64 = 8;
+const LLAMA_KEPT_FF: u64 = 5;
+
+fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
+    let m = &config.model;
+    let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
+    let kv_width = d / heads * m.kv_heads() as u64;
+    let length = 2 * config.data.seq_len as u64;
+    let tokens = config.token_rows() as u64;
+    let embedding = LayerEstimate::new(
+        format!("token embedding {tokens}x{d}"),
+        vec![vec![tokens, d]],
+        b * length * d * F32,
+    );
+    let mut layers = vec![if m.tied {
+        embedding.in_head_keeping(0)
+    } else {
+        embedding
+    }];
+    let (w, f, kv) = (m.width, m.ff, kv_width as usize);
+    // Frozen RMSNorm weights (LoRA freezes every base) need not keep their normalized inputs.
+    let norms_kept = match config.strategies.trainable {
+        Trainable::Lora => 0,
+        _ => 2 * d,
+    };
+    for i in 0..m.layers {
+        let (per_token, scores) = match config.strategies.attention {
+            OpPath::Naive => (
+                LLAMA_KEPT_WIDTH * d + norms_kept + LLAMA_KEPT_FF * ff,
+                3 * heads * length * length,
+            ),
+            OpPath::Fused => (
+                (LLAMA_KEPT_WIDTH - 1) * d + norms_kept + 2 * kv_width + LLAMA_KEPT_FF * ff + heads,
+                0,
+            ),
+        };
+        let mut tensors = vec![vec![d], vec![d]];
+        let projections = [(w, w), (w, kv), (w, kv), (w, w), (w, f), (w, f), (f, w)];
+        for (n, &(inputs, outputs)) in projections.iter().enumerate() {
+            // Qwen2's biases are on Q, K and V, the first three.
+            tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < 3));
+        }
+        layers.push(
+            LayerEstimate::new(
+                format!("block{} d{d} ff{ff} h{heads}/{}", i + 1, m.kv_heads()),
+                tensors,
+                (b * length * per_token + b * scores) * F32,
+            )
+            .adapting(
+                projections
+                    .iter()
+                    .map(|&(i, o)| [i as u64, o as u64])
+                    .collect(),
+            ),
+        );
+    }
+    let mut head_tensors = vec![vec![d]];
+    if !m.tied {
+        head_tensors.push(vec![d, tokens]);
+    }
+    // The final norm keeps its input, the normalized input and its output; with a frozen body
+    // its input needs no gradient and is not kept.
+    let logits = b * length * tokens * F32;
+    layers.push(
+        LayerEstimate::new(
+            format!(
+                "final norm, {} output {d}x{tokens}",
+                if m.tied { "tied" } else { "untied" }
+            ),
+            head_tensors,
+            3 * b * length * d * F32 + logits,
+        )
+        .in_head_keeping(2 * b * length * d * F32 + logits),
+    );
     layers
 }

@@ -111,6 +111,20 @@ pub fn of_step(
     held: u64,
     mark: u64,
 ) -> Option<Categories> {
+    sizes_of_step(marks, start, setup, held).map(|sizes| Categories::stacked_under(mark, sizes))
+}
+
+/// Each category's own size in a step, where it is largest: the activations at the end of
+/// forward, the gradients at the end of backward, the optimizer's state at the end of the step
+/// (`other` is 0). [`of_step`] stacks them under the high-water mark, which a category reached
+/// after it (or freed before it) is cut from: a frozen body's few gradients come after the
+/// activations' peak.
+pub fn sizes_of_step(
+    marks: &[(Phase, MemoryReading)],
+    start: u64,
+    setup: SetupBytes,
+    held: u64,
+) -> Option<Categories> {
     let in_use = |reading: &MemoryReading| reading.pooled_in_use_bytes;
     let first_upload = marks.iter().find(|(phase, _)| *phase == Phase::Upload)?;
     let batch = in_use(&first_upload.1).saturating_sub(start);
@@ -143,17 +157,14 @@ pub fn of_step(
                 .saturating_sub(setup.in_use)
                 .saturating_sub(held)
         });
-    Some(Categories::stacked_under(
-        mark,
-        Categories {
-            parameter: setup.parameter,
-            optimizer_state,
-            input: setup.resident_input + batch,
-            activation,
-            gradient,
-            other: 0,
-        },
-    ))
+    Some(Categories {
+        parameter: setup.parameter,
+        optimizer_state,
+        input: setup.resident_input + batch,
+        activation,
+        gradient,
+        other: 0,
+    })
 }
 
 /// An evaluation's categories, from its first batch: in use before it (`start`), after its

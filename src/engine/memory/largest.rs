@@ -104,13 +104,20 @@ pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
             tensors.push(activation("second convolution's output", batch * c2 * area));
             tensors.push(activation("first convolution's output", batch * c1 * area));
         }
-        ModelKind::Gru | ModelKind::Lstm | ModelKind::Transformer => {
-            let (vocab, width) = (data.vocab as u64, model.width as u64);
+        ModelKind::Gru | ModelKind::Lstm | ModelKind::Transformer | ModelKind::Llama => {
+            let width = model.width as u64;
+            let tokens = config.token_rows() as u64;
             let positions = 2 * data.seq_len as u64;
-            tensors.push(weight("token embedding", (vocab + 1) * width));
-            tensors.push(weight("classifier weight", width * vocab));
-            tensors.push(activation("logits", batch * positions * vocab));
-            if model.kind == ModelKind::Transformer {
+            // A decoder's outputs are its tokens; a classifier's the data's vocabulary.
+            let outputs = if model.is_decoder() {
+                tokens
+            } else {
+                data.vocab as u64
+            };
+            tensors.push(weight("token embedding", tokens * width));
+            tensors.push(weight("output weight", width * outputs));
+            tensors.push(activation("logits", batch * positions * outputs));
+            if matches!(model.kind, ModelKind::Transformer | ModelKind::Llama) {
                 let heads = model.heads as u64;
                 let scores = batch * heads * positions * positions;
                 match config.strategies.attention {

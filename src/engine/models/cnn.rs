@@ -8,6 +8,7 @@ use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor};
 
+use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::LayerHook;
 
 /// Side of the input images and of the feature map after pooling.
@@ -57,7 +58,18 @@ impl Cnn {
         let x = hook.activate(&self.activation, self.conv2.forward(x));
         let x = self.pool.forward(x);
         let x = x.flatten(1, 3);
-        let x = hook.activate(&self.activation, self.dense.forward(x));
-        self.classifier.forward(x)
+        let x = hook.activate(&self.activation, dense(&self.dense, x));
+        dense(&self.classifier, x)
+    }
+}
+
+impl Cnn {
+    /// The classifier, and the two dense layers' weights (LoRA adapts matrices; the
+    /// convolutions' kernels are 4-D and stay frozen).
+    pub fn parts(&self) -> Parts {
+        Parts {
+            head: params_of(&[&self.classifier]),
+            adapted: matrices_of(&[&self.dense, &self.classifier]),
+        }
     }
 }

@@ -23,13 +23,15 @@ pub enum Op {
     LayerNorm,
     /// The linear maps: Q, K, V, the attention's output and the feed-forward's two.
     Projection,
+    /// Rotary positions applied to Q and K (a llama's).
+    Rotary,
     /// Naive attention's scores `Q K^T / sqrt(d)`, masked for a decoder.
     Scores,
     /// Naive attention's softmax over the keys.
     Softmax,
     /// The attention weights times V, or the whole fused attention op.
     Attention,
-    /// The feed-forward's activation (GELU).
+    /// The feed-forward's activation (GELU; a llama's SiLU gate times the up projection).
     Activation,
     /// The residual sums.
     Residual,
@@ -43,12 +45,13 @@ impl Op {
     pub fn name(self) -> &'static str {
         match self {
             Self::Embedding => "embedding",
-            Self::LayerNorm => "layer norm",
+            Self::LayerNorm => "layer norm (RMSNorm in a llama)",
+            Self::Rotary => "rotary positions (Q and K)",
             Self::Projection => "projections (Q, K, V, output, feed-forward)",
             Self::Scores => "attention scores",
             Self::Softmax => "softmax",
             Self::Attention => "attention output (naive: weights x V; fused: the whole op)",
-            Self::Activation => "GELU",
+            Self::Activation => "GELU, or a llama's SiLU gate times up",
             Self::Residual => "residual sums",
             Self::Logits => "logits",
             Self::Loss => "loss",

@@ -5,6 +5,7 @@ use burn::nn::activation::{Activation, ActivationConfig};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 
+use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::LayerHook;
 
 #[derive(Module, Debug)]
@@ -33,7 +34,7 @@ impl Mlp {
         let last = self.layers.len() - 1;
         let mut x = input;
         for (i, layer) in self.layers.iter().enumerate() {
-            x = layer.forward(x);
+            x = dense(layer, x);
             if i < last {
                 x = hook.activate(&self.activation, x);
             }
@@ -46,5 +47,14 @@ impl Mlp {
     /// The dense layers, input side first (the fused kernels take their weights from here).
     pub fn dense_layers(&self) -> &[Linear] {
         &self.layers
+    }
+
+    /// The last layer, and every layer's weights.
+    pub fn parts(&self) -> Parts {
+        let last = self.layers.last().expect("an MLP has an output layer");
+        Parts {
+            head: params_of(&[last]),
+            adapted: matrices_of(&self.layers.iter().collect::<Vec<_>>()),
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The models vramlab trains, behind one enum so the training loop is model-agnostic.
 
 mod cnn;
+mod dense;
 mod hook;
+mod llama;
 mod mlp;
 mod recurrent;
 mod transformer;
@@ -11,7 +13,9 @@ use burn::nn::activation::ActivationConfig;
 use burn::tensor::{Device, Tensor};
 
 pub use cnn::Cnn;
+pub use dense::{Parts, TrainableCount, dense};
 pub use hook::{LayerHook, Op, Plain};
+pub use llama::{Llama, LlamaSize};
 pub use mlp::Mlp;
 pub use recurrent::Recurrent;
 pub use transformer::{Transformer, TransformerSize};
@@ -32,6 +36,7 @@ pub enum Model {
     Cnn(Cnn),
     Recurrent(Recurrent),
     Transformer(Transformer),
+    Llama(Llama),
 }
 
 pub(crate) fn activation_config(activation: Activation) -> ActivationConfig {
@@ -87,8 +92,8 @@ impl Model {
                 device,
             )),
             ModelKind::Transformer => Self::Transformer(Transformer::new(
-                config.data.vocab + 1,
-                input_width,
+                config.token_rows(),
+                config.position_rows(),
                 &TransformerSize {
                     width: model.width,
                     layers: model.layers,
@@ -100,7 +105,43 @@ impl Model {
                 data.classes,
                 device,
             )),
+            ModelKind::Llama => Self::Llama(Llama::new(
+                &LlamaSize {
+                    tokens: config.token_rows(),
+                    positions: config.position_rows(),
+                    width: model.width,
+                    layers: model.layers,
+                    heads: model.heads,
+                    kv_heads: model.kv_heads(),
+                    ff: model.ff,
+                    tied: model.tied,
+                    qkv_bias: model.qkv_bias,
+                    rope_theta: model.rope_theta,
+                    norm_eps: model.norm_eps,
+                    attention: config.strategies.attention,
+                },
+                device,
+            )),
         }
+    }
+
+    /// The output layer and the weight matrices LoRA adapts (`strategies.trainable`).
+    pub fn parts(&self) -> Parts {
+        match self {
+            Self::Mlp(m) => m.parts(),
+            Self::Cnn(m) => m.parts(),
+            Self::Recurrent(m) => m.parts(),
+            Self::Transformer(m) => m.parts(),
+            Self::Llama(m) => m.parts(),
+        }
+    }
+
+    /// Parameters in all, those that train, and those of LoRA adapters. Reads each stored
+    /// tensor's gradient setting, so the parameters must exist.
+    pub fn trainable_count(&self) -> TrainableCount {
+        let mut count = TrainableCount::default();
+        self.visit(&mut count);
+        count
     }
 
     /// Whether the model applies its activations itself (through a [`LayerHook`]).
@@ -128,6 +169,11 @@ impl Model {
                 per_position.reshape([batch * length, classes])
             }
             (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone(), hook)),
+            (Self::Llama(m), BatchInputs::Tokens(t)) => {
+                let per_position = m.forward(t.clone(), hook);
+                let [batch, length, classes] = per_position.dims();
+                per_position.reshape([batch * length, classes])
+            }
             _ => unreachable!("validation pairs every model with an input it takes"),
         }
     }

@@ -6,6 +6,8 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Int, Tensor};
 
+use super::dense::{Parts, dense, matrices_of, params_of};
+
 // One cell per model: boxing the larger variant would only add an indirection.
 #[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
@@ -45,6 +47,20 @@ impl Recurrent {
             Cell::Gru(gru) => gru.forward(x, None),
             Cell::Lstm(lstm) => lstm.forward(x, None).0,
         };
-        self.classifier.forward(hidden)
+        dense(&self.classifier, hidden)
+    }
+
+    /// The classifier, and the cell's and classifier's weight matrices (burn's cells call
+    /// `Linear::forward` themselves, so their adapted weights are formed whole each pass).
+    pub fn parts(&self) -> Parts {
+        let mut adapted = match &self.cell {
+            Cell::Gru(gru) => matrices_of(&[gru]),
+            Cell::Lstm(lstm) => matrices_of(&[lstm]),
+        };
+        adapted.extend(matrices_of(&[&self.classifier]));
+        Parts {
+            head: params_of(&[&self.classifier]),
+            adapted,
+        }
     }
 }

@@ -22,6 +22,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
+use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::{LayerHook, Op};
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
@@ -95,6 +96,25 @@ impl Transformer {
         self.causal
     }
 
+    /// The output layer (a decoder's: its final norm and the tied token embedding), and the
+    /// weight matrices of the blocks (and of an encoder's classifier).
+    pub fn parts(&self) -> Parts {
+        let head = match (&self.classifier, &self.final_norm) {
+            (Some(classifier), _) => params_of(&[classifier]),
+            (None, Some(norm)) => {
+                let mut head = params_of(&[norm]);
+                head.extend(params_of(&[&self.tokens]));
+                head
+            }
+            (None, None) => Vec::new(),
+        };
+        let mut adapted = matrices_of(&self.encoder.layers.iter().collect::<Vec<_>>());
+        if let Some(classifier) = &self.classifier {
+            adapted.extend(matrices_of(&[classifier]));
+        }
+        Parts { head, adapted }
+    }
+
     /// burn's own forward pass over the same parameters (`TransformerEncoder::forward`), for
     /// the tests that hold [`Transformer::forward`]'s naive path to it.
     pub fn forward_with_burns_encoder(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
@@ -139,7 +159,7 @@ impl Transformer {
     /// the token embedding (tied).
     fn head(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         if let Some(classifier) = &self.classifier {
-            return classifier.forward(x);
+            return dense(classifier, x);
         }
         let x = match &self.final_norm {
             Some(norm) => {
@@ -182,11 +202,11 @@ impl Transformer {
             x.clone()
         };
         hook.after(Op::LayerNorm);
-        let hidden = layer.pwff.linear_inner.forward(ff_input);
+        let hidden = dense(&layer.pwff.linear_inner, ff_input);
         hook.after(Op::Projection);
         let hidden = layer.pwff.activation.forward(hidden);
         hook.after(Op::Activation);
-        let out = layer.pwff.linear_outer.forward(hidden);
+        let out = dense(&layer.pwff.linear_outer, hidden);
         hook.after(Op::Projection);
         let x = x + out;
         hook.after(Op::Residual);
@@ -210,8 +230,7 @@ impl Transformer {
     ) -> Tensor<3> {
         let [batch, length, width] = x.dims();
         let heads = |linear: &Linear| {
-            linear
-                .forward(x.clone())
+            dense(linear, x.clone())
                 .reshape([batch, length, mha.n_heads, mha.d_k])
                 .swap_dims(1, 2)
         };
@@ -222,9 +241,10 @@ impl Transformer {
             OpPath::Fused => attention::fused(q, k, v, self.causal),
         };
         hook.after(Op::Attention);
-        let out = mha
-            .output
-            .forward(context.swap_dims(1, 2).reshape([batch, length, width]));
+        let out = dense(
+            &mha.output,
+            context.swap_dims(1, 2).reshape([batch, length, width]),
+        );
         hook.after(Op::Projection);
         out
     }

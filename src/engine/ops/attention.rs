@@ -10,7 +10,9 @@
 //!   L^2. The blocks are burn ops (matmul, exp, reductions) on the plain backend, so the same op
 //!   runs natively, on WebGPU and under a dry run (plans).
 //!
-//! Shapes everywhere: `[batch, heads, L, head_dim]`.
+//! Shapes everywhere: `[batch, heads, L, head_dim]`. Grouped-query attention
+//! ([`fused_grouped`]) folds each group of query heads into one block of `group x L` rows
+//! against its shared key/value head; a row's position is then its index modulo L.
 
 use burn::backend::Cube;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -29,19 +31,52 @@ pub const BLOCK_SCORE_BYTES: usize = 32 << 20;
 /// The reference: scores, softmax and weighted sum, every intermediate a tensor of its own.
 /// `causal` hides the keys after each query, as burn's autoregressive mask does.
 pub fn naive(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
-    let [_, _, length, head_dim] = q.dims();
+    let head_dim = q.dims()[3];
     let mut scores = q.matmul(k.transpose()).div_scalar((head_dim as f32).sqrt());
     if causal {
-        let mask = future_keys(0, length, length, &scores.device());
-        scores = scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY);
+        scores = mask_future(scores);
     }
     softmax(scores, 3).matmul(v)
+}
+
+/// `scores` (`[batch, heads, L, L]`) with each query's future keys at minus infinity.
+pub fn mask_future(scores: Tensor<4>) -> Tensor<4> {
+    let [_, _, rows, keys] = scores.dims();
+    let mask = future_keys(0, rows, keys, &scores.device());
+    scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
+}
+
+/// [`fused`] for grouped-query attention: `q` has `heads` heads, `k` and `v` fewer, each shared
+/// by `heads / kv_heads` consecutive query heads (Hugging Face's `repeat_kv` order). The
+/// group's query heads become one block of rows against the shared head, so no key or value is
+/// repeated, and the shared head's gradients sum its group's.
+pub fn fused_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
+    let [batch, _, length, _] = q.dims();
+    let rows = block_rows(batch * k.dims()[1], length, q.dtype().size());
+    fused_grouped_in_blocks(q, k, v, causal, rows)
+}
+
+/// [`fused_grouped`] with blocks of `rows` folded query rows (the tests cross the seams
+/// between a group's heads).
+pub fn fused_grouped_in_blocks(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    causal: bool,
+    rows: usize,
+) -> Tensor<4> {
+    let [batch, heads, length, head_dim] = q.dims();
+    let kv_heads = k.dims()[1];
+    let group = heads / kv_heads;
+    let folded = q.reshape([batch, kv_heads, group * length, head_dim]);
+    fused_in_blocks(folded, k, v, causal, rows).reshape([batch, heads, length, head_dim])
 }
 
 /// Fused attention: the same values as [`naive`], keeping only the output and one log-sum-exp
 /// per row for backward. Falls back to [`naive`] on a backend this op is not written for.
 pub fn fused(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
-    let rows = block_rows(q.dims(), q.dtype().size());
+    let [batch, heads, _, _] = q.dims();
+    let rows = block_rows(batch * heads, k.dims()[2], q.dtype().size());
     fused_in_blocks(q, k, v, causal, rows)
 }
 
@@ -74,26 +109,31 @@ struct Shape {
     rows: usize,
 }
 
-/// `[rows, keys]`, true where key `j` comes after query `first_row + i` (what causal masking
-/// hides).
+/// `[rows, keys]`, true where key `j` comes after query row `first_row + i` (what causal
+/// masking hides). A row's position is its index modulo the keys: grouped rows
+/// ([`fused_grouped`]) repeat the positions once per query head of the group.
 fn future_keys(
     first_row: usize,
     rows: usize,
     keys: usize,
     device: &burn::tensor::Device,
 ) -> Tensor<2, Bool> {
-    let queries = Tensor::<1, Int>::arange(first_row as i64..(first_row + rows) as i64, device)
-        .reshape([rows, 1]);
+    let queries = Tensor::<1, Int>::arange(first_row as i64..(first_row + rows) as i64, device);
+    let queries = if first_row + rows > keys {
+        queries.remainder_scalar(keys as i64)
+    } else {
+        queries
+    }
+    .reshape([rows, 1]);
     let key_ids = Tensor::<1, Int>::arange(0..keys as i64, device).reshape([1, keys]);
     key_ids.greater(queries)
 }
 
-/// Query rows per block, so that one block's `[batch, heads, rows, L]` scores hold about
-/// [`BLOCK_SCORE_BYTES`].
-fn block_rows(dims: [usize; 4], element_bytes: usize) -> usize {
-    let [batch, heads, length, _] = dims;
-    let per_row = batch * heads * length * element_bytes;
-    (BLOCK_SCORE_BYTES / per_row.max(1)).clamp(1, length)
+/// Query rows per block, so that one block's `[batch, heads, rows, keys]` scores hold about
+/// [`BLOCK_SCORE_BYTES`] (the loops stop at the last row).
+fn block_rows(batch_heads: usize, keys: usize, element_bytes: usize) -> usize {
+    let per_row = batch_heads * keys * element_bytes;
+    (BLOCK_SCORE_BYTES / per_row.max(1)).max(1)
 }
 
 /// One block's scores `Q_block K^T / sqrt(d)`, with future keys at minus infinity when causal.

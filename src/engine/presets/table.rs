@@ -18,7 +18,7 @@ pub fn table_base() -> RunConfig {
 
 /// Point `config`'s data at `table`, read from `path` and labelled by `config.data.label`.
 /// Where the model cannot take the table (a CNN on anything but 64 features, a sequence
-/// model), the table base's model, optimizer and learning rate replace it; where the batch is
+/// model), the table base's model, optimizer, learning rate and strategies replace it; where the batch is
 /// more than the training split and `keep_batch` is false, the batch becomes the split. Returns
 /// a note for each change.
 pub fn use_table(
@@ -46,8 +46,11 @@ pub fn use_table(
         config.model = base.model;
         config.optimizer = base.optimizer;
         config.learning_rate = base.learning_rate;
-        config.strategies.attention = base.strategies.attention;
-        config.strategies.cross_entropy = base.strategies.cross_entropy;
+        // A sequence model's strategies (fused attention, LoRA) mean nothing to an MLP; the
+        // pools stay, being fixed when the device starts.
+        let pool = config.strategies.memory_pool;
+        config.strategies = base.strategies;
+        config.strategies.memory_pool = pool;
     }
     if !keep_batch {
         notes.extend(fit_batch(config));

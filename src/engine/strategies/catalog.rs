@@ -26,6 +26,9 @@ pub enum Metric {
     GrowthPerStep,
     /// Bytes in use at each step's end above the weights: the optimizer's state.
     OptimizerState,
+    /// Each step's gradients and optimizer state at their own sizes (gradients when backward
+    /// ends, state at the step's end): what training a weight costs beyond storing it.
+    TrainingState,
     /// The run with the budget must stop with out-of-memory and the next one run.
     StopsUnderBudget,
 }
@@ -42,6 +45,7 @@ impl Metric {
             Self::FinalLoss => "final loss",
             Self::GrowthPerStep => "growth per step",
             Self::OptimizerState => "optimizer state",
+            Self::TrainingState => "gradients + optimizer state",
             Self::StopsUnderBudget => "out-of-memory stop",
         }
     }
@@ -400,12 +404,42 @@ pub const CATALOG: &[Entry] = &[
              large as the logits, and its backward makes further tensors of that size. The fused \
              op keeps the logits and one number per row and writes its gradient over them."),
     ]),
-    entry("optimizer", "optimizer", &["sgd", "momentum", "adam"],
-        "sgd keeps no state, momentum one velocity per parameter, adam two moments", &[
+    entry("strategies.trainable", "trainable weights", &["all", "head", "lora"],
+        "head: only the output layer trains; lora: low-rank adapters beside frozen weights", &[
+        claim("freeze the backbone: no gradients, no optimizer state", &SPIRAL,
+            &[], &["strategies.trainable=head"], TrainingState, 0.5, false)
+            .because("A frozen weight gets no gradient, so the optimizer keeps no moments for \
+             it, and no graph is recorded where nothing before it trains. Only the output \
+             layer's gradients and state remain."),
+        claim("LoRA trains a fraction of the weights", &SPIRAL,
+            &[], &["strategies.trainable=lora", "strategies.lora_rank=4"], TrainingState, 0.5,
+            false)
+            .because("Every weight matrix is frozen and two thin factors of rank r train beside \
+             it, so gradients and optimizer state shrink to the factors' share. The frozen \
+             weights stay stored, and the activations stay: backward still runs through every \
+             layer."),
+    ]),
+    entry("strategies.lora_rank", "LoRA rank", &[],
+        "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),
+    entry("strategies.lora_alpha", "LoRA alpha", &[],
+        "the adapters' output is scaled by alpha / r", &[]),
+    entry("optimizer", "optimizer", &["sgd", "momentum", "adam", "adamw", "adafactor", "lion"],
+        "state per weight: sgd none, momentum and lion one, adam and adamw two, adafactor a row \
+         and a column per matrix", &[
         claim("SGD instead of Adam saves two copies of the parameters", &SPIRAL,
             &["optimizer=adam"], &["optimizer=sgd"], OptimizerState, 0.1, false)
             .because("Adam keeps a first and a second moment for every parameter, in the \
              parameters' precision. Plain SGD keeps nothing between steps."),
+        claim("Adam keeps two numbers per weight: Lion keeps one", &SPIRAL,
+            &["optimizer=adam"], &["optimizer=lion", "learning_rate=0.001"], OptimizerState,
+            0.6, false)
+            .because("Lion keeps one moment per weight and steps by its sign. Adam keeps a \
+             first and a second moment."),
+        claim("Adam keeps two numbers per weight: Adafactor keeps a row and a column", &SPIRAL,
+            &["optimizer=adam"], &["optimizer=adafactor"], OptimizerState, 0.3, false)
+            .because("Adafactor keeps no first moment and factors the second moment of a d_in \
+             x d_out matrix into d_in + d_out numbers. Vectors such as biases keep a full \
+             second moment."),
     ]),
     entry("budget", "memory budget", &[],
         "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's \
@@ -422,7 +456,7 @@ pub const CATALOG: &[Entry] = &[
             .because("Narrower layers mean fewer parameters, gradients and optimizer state. Each \
              sample's activations shrink with them."),
     ]),
-    entry("model.kind", "model", &["mlp", "cnn", "gru", "lstm", "transformer"],
+    entry("model.kind", "model", &["mlp", "cnn", "gru", "lstm", "transformer", "llama"],
         "the model family", &[
         claim("GRU instead of LSTM saves memory", &SORT_LSTM,
             &[], &["model.kind=gru"], PeakInUse, 0.9, false)

@@ -9,7 +9,7 @@
 
 use crate::engine::config::{
     Activation, Checkpointing, DataResidency, EvalMode, InputKind, Kernels, LossBookkeeping,
-    MixedPrecision, ModelKind, OpPath, RunConfig, WeightDtype,
+    MixedPrecision, ModelKind, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::error::ConfigError;
 
@@ -80,6 +80,21 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     }
     if s.data_residency != DataResidency::Host {
         return needs("strategies.data_residency", "data_residency = host");
+    }
+    if !matches!(
+        config.optimizer,
+        OptimizerKind::Sgd | OptimizerKind::Momentum | OptimizerKind::Adam
+    ) {
+        return needs(
+            "optimizer",
+            "optimizer = sgd, momentum or adam (its kernel's three)",
+        );
+    }
+    if s.trainable != Trainable::All {
+        return needs(
+            "strategies.trainable",
+            "trainable = all (the fused step updates every weight)",
+        );
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ pub mod kernels;
 pub mod loss_bookkeeping;
 pub mod memory_pool;
 pub mod mixed_precision;
+pub mod trainable;
 pub mod weight_dtype;
 
 use burn::optim::GradientsParams;
@@ -46,6 +47,8 @@ pub struct Report {
     pub skipped_steps: usize,
     pub leaked_bytes: u64,
     pub eval_weight_bytes: Option<u64>,
+    /// Parameters in the model, training, and in LoRA adapters, counted once it is final.
+    pub params: Option<trainable::ParamCounts>,
 }
 
 /// What a step's record gains from the strategies.
@@ -144,6 +147,8 @@ impl Hooks {
         let list: Vec<Box<dyn Strategy>> = vec![
             Box::new(checkpointing::Checkpointing::new(config)),
             Box::new(mixed_precision::Precision::new(config, &gpu.adapter)),
+            // After the precision: adapters take the precision their bases were given.
+            Box::new(trainable::Trainable::new(config)),
             Box::new(memory_pool::Pools::new(config, gpu.memory_pool)),
             Box::new(data_residency::Residency::new(config)),
             Box::new(grad_accumulation::Accumulation::new(config)),
@@ -280,6 +285,7 @@ impl Hooks {
 /// What each strategy refuses to run with, naming the field; `validate` calls this last.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     kernels::check(config)?;
+    trainable::check(config)?;
     weight_dtype::check(config)?;
     mixed_precision::check(config)
 }

@@ -1,11 +1,15 @@
-//! The three optimizers, built from the config's choice.
+//! The optimizers, built from the config's choice, with the settings PyTorch's users get by
+//! default where burn's differ.
 
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, ModuleOptimizer, SgdConfig};
+use burn::optim::{
+    AdafactorConfig, AdamConfig, AdamWConfig, LionConfig, ModuleOptimizer, SgdConfig,
+};
 
 use crate::engine::config::OptimizerKind;
 
 pub fn build(kind: OptimizerKind) -> ModuleOptimizer {
+    let (beta_1, beta_2) = OptimizerKind::ADAM_BETAS;
     match kind {
         OptimizerKind::Sgd => SgdConfig::new().init(),
         // PyTorch's default dampening (0), so "momentum" means what its users expect.
@@ -17,9 +21,18 @@ pub fn build(kind: OptimizerKind) -> ModuleOptimizer {
             ))
             .init(),
         OptimizerKind::Adam => AdamConfig::new()
-            .with_beta_1(OptimizerKind::ADAM_BETAS.0)
-            .with_beta_2(OptimizerKind::ADAM_BETAS.1)
+            .with_beta_1(beta_1)
+            .with_beta_2(beta_2)
             .with_epsilon(OptimizerKind::ADAM_EPSILON)
             .init(),
+        OptimizerKind::Adamw => AdamWConfig::new()
+            .with_beta_1(beta_1)
+            .with_beta_2(beta_2)
+            .with_epsilon(OptimizerKind::ADAM_EPSILON)
+            .with_weight_decay(OptimizerKind::ADAMW_WEIGHT_DECAY)
+            .init(),
+        // Its paper's schedule: the learning rate caps a relative step of 1/sqrt(step).
+        OptimizerKind::Adafactor => AdafactorConfig::new().init(),
+        OptimizerKind::Lion => LionConfig::new().init(),
     }
 }

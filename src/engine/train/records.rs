@@ -14,6 +14,7 @@ use crate::engine::models::Op;
 use crate::engine::outcome::Fallback;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::Report;
+use crate::engine::strategies::trainable::ParamCounts;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StepRecord {
@@ -44,6 +45,11 @@ pub struct StepRecord {
     /// when no check point inside the step was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<Categories>,
+    /// Each category's own size in the step, where it was largest (see
+    /// `memory::categories::sizes_of_step`): what a frozen weight's missing gradient or a smaller
+    /// optimizer's state saves, even where the high-water mark does not see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category_sizes: Option<Categories>,
 }
 
 impl StepRecord {
@@ -59,6 +65,7 @@ impl StepRecord {
             loss_scale: None,
             skipped: false,
             categories: None,
+            category_sizes: None,
         };
         record.refresh_peak();
         record
@@ -119,7 +126,14 @@ pub struct PredictedBytes {
 pub struct Summary {
     pub name: String,
     pub adapter: AdapterInfo,
+    /// The model's parameters, counted from its tensors (LoRA adapters not included).
     pub params: u64,
+    /// Parameters that train: get a gradient and optimizer state (`strategies.trainable`).
+    #[serde(default)]
+    pub trainable_params: u64,
+    /// Parameters of LoRA adapters (`strategies.trainable` = `lora`).
+    #[serde(default)]
+    pub adapter_params: u64,
     pub steps: usize,
     pub first_loss: Option<f32>,
     pub final_loss: Option<f32>,
@@ -187,6 +201,10 @@ pub struct Summary {
     /// The training step with the highest high-water mark, by what held it.
     #[serde(default)]
     pub high_water_by_category: Option<Categories>,
+    /// The same step's categories at their own sizes (see `StepRecord::category_sizes`): the
+    /// gradients and optimizer state whole, where the high-water mark came before them.
+    #[serde(default)]
+    pub category_sizes: Option<Categories>,
     /// A transformer's training forward pass: the bytes it leaves for backward, by the op that
     /// made them, largest first (allocator readings after each op of one forward pass over a
     /// training batch, through autodiff). Empty for other models.
@@ -255,10 +273,21 @@ impl Summary {
         };
         let losses: Vec<f32> = steps.iter().filter_map(|r| r.loss).collect();
         let last_eval = evals.last();
+        let highest = steps
+            .iter()
+            .filter(|record| record.categories.is_some())
+            .max_by_key(|record| record.categories.map_or(0, |categories| categories.total()));
+        let params = measured.report.params.unwrap_or(ParamCounts {
+            model: prediction.param_count,
+            trainable: prediction.param_count,
+            adapters: 0,
+        });
         Self {
             name: config.name.clone(),
             adapter: adapter.clone(),
-            params: prediction.param_count,
+            params: params.model,
+            trainable_params: params.trainable,
+            adapter_params: params.adapters,
             steps: steps.len(),
             first_loss: losses.first().copied(),
             final_loss: losses.last().copied(),
@@ -305,11 +334,8 @@ impl Summary {
             activation_layers_in_use: measured.activation_layers_in_use,
             weight_bytes: measured.weight_bytes,
             eval_weight_bytes: measured.report.eval_weight_bytes,
-            high_water_by_category: steps
-                .iter()
-                .filter(|record| record.categories.is_some())
-                .max_by_key(|record| record.categories.map_or(0, |categories| categories.total()))
-                .and_then(|record| record.categories),
+            high_water_by_category: highest.and_then(|record| record.categories),
+            category_sizes: highest.and_then(|record| record.category_sizes),
             kept_by_op: measured
                 .kept_by_op
                 .into_iter()

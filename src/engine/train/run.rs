@@ -5,7 +5,7 @@
 use burn::cubecl::dry_run::DryRun;
 use web_time::Instant;
 
-use crate::engine::config::{InputKind, ModelKind, RunConfig};
+use crate::engine::config::{InputKind, RunConfig};
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -19,6 +19,7 @@ use crate::engine::memory::{
 use crate::engine::models::Model;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
+use crate::engine::strategies::trainable::ParamCounts;
 use crate::engine::strategies::{Hooks, Setup};
 use crate::engine::suggest;
 use crate::engine::validate::Purpose;
@@ -103,7 +104,7 @@ impl Run {
         data: Dataset,
         dry_run: Option<DryRun>,
     ) -> Result<Self, EngineError> {
-        let data = if config.model.kind == ModelKind::Transformer && config.model.decoder {
+        let data = if config.model.is_decoder() {
             data.next_token()
         } else {
             data
@@ -170,6 +171,11 @@ impl Run {
         &self.prediction
     }
 
+    /// The model's parameters, those that train and LoRA's, counted when it was built.
+    pub fn param_counts(&self) -> ParamCounts {
+        self.ctx.hooks.report().params.unwrap_or_default()
+    }
+
     pub fn steps_done(&self) -> usize {
         self.steps.len()
     }
@@ -219,17 +225,13 @@ impl Run {
         let ms = started.elapsed().as_secs_f64() * 1e3;
         let memory = ctx.meter.take_step();
         let held = ctx.hooks.report().leaked_bytes;
-        let categories = categories::of_step(
-            &memory.marks,
-            self.carried_in_use,
-            self.setup,
-            held,
-            memory.step_high_water.in_use_bytes,
-        );
+        let sizes = categories::sizes_of_step(&memory.marks, self.carried_in_use, self.setup, held);
+        let mark = memory.step_high_water.in_use_bytes;
         self.carried_in_use = end.pooled_in_use_bytes;
         let mut trace = memory.trace.clone();
         let mut record = StepRecord::new(step, ms, memory);
-        record.categories = categories;
+        record.categories = sizes.map(|sizes| Categories::stacked_under(mark, sizes));
+        record.category_sizes = sizes;
         let notes = ctx.hooks.notes();
         record.loss_scale = notes.loss_scale;
         record.skipped = notes.skipped;

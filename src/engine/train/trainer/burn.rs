@@ -292,7 +292,7 @@ impl BurnTrainer {
     /// dropped without a backward pass.
     pub fn probe_kept_by_op(&self, ctx: &mut Context) -> Result<Vec<(Op, u64)>, EngineError> {
         let model = self.model();
-        if !matches!(model, Model::Transformer(_)) {
+        if !matches!(model, Model::Transformer(_) | Model::Llama(_)) {
             return Ok(Vec::new());
         }
         let data = &ctx.data;

@@ -1,0 +1,122 @@
+//! A dense layer's forward pass, and which of a model's weights train.
+//!
+//! burn's `apply_lora` attaches a LoRA adapter to a weight's `Param`, and `Linear::forward` then
+//! reads `Param::val()`: the dense effective weight `W + s A B`, materialized at every forward
+//! pass and kept by the matmul for backward, a second copy of every adapted weight. People who
+//! fine-tune with LoRA (PEFT's `lora.Linear`) compute `x W + s (x A) B` instead, which keeps
+//! only `x A` beside the input. [`dense`] computes it that way from the same adapter, so the
+//! memory a LoRA run measures is the memory LoRA users' runs hold; the models' own layers go
+//! through it (burn's GRU and LSTM cells call `Linear::forward` themselves and keep burn's way).
+
+use burn::module::{Module, ModuleVisitor, Param, ParamGroup, ParamId};
+use burn::nn::Linear;
+use burn::tensor::Tensor;
+use burn::tensor::module::linear;
+
+/// `x W + b`, or with a LoRA adapter on `W`, `x W + b + s (x A) B` without forming `W + s A B`.
+///
+/// # Shapes
+/// - input: `[..., d_input]`
+/// - output: `[..., d_output]`
+pub fn dense<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
+    let Some(adapter) = layer.weight.adapter() else {
+        return layer.forward(x);
+    };
+    let bias = layer.bias.as_ref().map(Param::val);
+    let frozen = linear(x.clone(), layer.weight.base(), bias);
+    let low_rank = linear(linear(x, adapter.a.val(), None), adapter.b.val(), None);
+    frozen + low_rank.mul_scalar(adapter.scale)
+}
+
+/// The ids of every float parameter of `module` with `rank` dimensions (any rank: `None`).
+struct Collect {
+    rank: Option<usize>,
+    ids: Vec<ParamId>,
+}
+
+impl ModuleVisitor for Collect {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if self.rank.is_none_or(|rank| rank == D) {
+            self.ids.push(param.id);
+        }
+    }
+}
+
+/// Every float parameter of `modules`, as a group (a model's head).
+pub fn params_of<M: Module>(modules: &[&M]) -> Vec<ParamId> {
+    collect(modules, None)
+}
+
+/// The weight matrices of `modules` (what LoRA adapts).
+pub fn matrices_of<M: Module>(modules: &[&M]) -> Vec<ParamId> {
+    collect(modules, Some(2))
+}
+
+fn collect<M: Module>(modules: &[&M], rank: Option<usize>) -> Vec<ParamId> {
+    let mut visitor = Collect {
+        rank,
+        ids: Vec::new(),
+    };
+    for module in modules {
+        module.visit(&mut visitor);
+    }
+    visitor.ids
+}
+
+/// A model's parameters split by what fine-tuning does with them.
+pub struct Parts {
+    /// The output layer: what `trainable = head` trains.
+    pub head: Vec<ParamId>,
+    /// The weight matrices LoRA adapts: the body's, not the token embedding nor a language
+    /// model's vocabulary-sized output.
+    pub adapted: Vec<ParamId>,
+}
+
+impl Parts {
+    pub fn head_group(&self) -> ParamGroup {
+        ParamGroup::from_ids(self.head.clone())
+    }
+
+    pub fn adapted_group(&self) -> ParamGroup {
+        ParamGroup::from_ids(self.adapted.clone())
+    }
+}
+
+/// Parameters that require a gradient, and all of them: a visitor run once the parameters
+/// exist. burn visits a LoRA adapter's factors as parameters of their own, after the frozen
+/// base they adapt.
+#[derive(Default)]
+pub struct TrainableCount {
+    pub trainable: u64,
+    pub all: u64,
+    /// Parameters of LoRA adapters (counted in `all` too).
+    pub adapters: u64,
+    /// Inside a reparameterization (an adapter) while above zero.
+    depth: usize,
+}
+
+impl ModuleVisitor for TrainableCount {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.depth += 1;
+        }
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.depth -= 1;
+        }
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let values = param.lazy_shape().num_elements() as u64;
+        self.all += values;
+        if self.depth > 0 {
+            self.adapters += values;
+        }
+        // `base`, not `val`: the stored tensor, without materializing an adapted weight.
+        if param.base().is_require_grad() {
+            self.trainable += values;
+        }
+    }
+}

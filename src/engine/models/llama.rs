@@ -1,0 +1,215 @@
+//! Llama-style decoders, the family Llama, Mistral, TinyLlama and Qwen2 share: a token
+//! embedding, pre-norm blocks of RMSNorm, grouped-query attention with rotary positions and a
+//! SwiGLU feed-forward, a final RMSNorm, and an output layer that is the token embedding itself
+//! (`tied`) or a matrix of its own. No biases but Qwen2's on Q, K and V (`qkv_bias`). No
+//! dropout, so runs are reproducible.
+//!
+//! Attention runs `strategies.attention`'s core: the naive one repeats each key/value head for
+//! its group of query heads, as Hugging Face's eager attention (`repeat_kv`) does, and keeps the
+//! scores and softmax for backward; the fused one folds each group's query heads into one
+//! longer row block against the shared key/value head (`ops::attention::fused_grouped`), so
+//! nothing is repeated and nothing `L x L` is kept.
+
+use burn::module::{Initializer, Module};
+use burn::nn::{
+    Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig, RotaryEncoding,
+    RotaryEncodingConfig, SwiGlu, SwiGluConfig,
+};
+use burn::tensor::activation::{silu, softmax};
+use burn::tensor::{Device, Int, Tensor};
+
+use super::dense::{Parts, dense, matrices_of, params_of};
+use super::hook::{LayerHook, Op};
+use crate::engine::config::OpPath;
+use crate::engine::ops::attention;
+
+/// The sizes a Llama-style decoder is built from (a Hugging Face config's fields, renamed).
+#[derive(Clone, Debug)]
+pub struct LlamaSize {
+    /// Rows of the token table, and outputs.
+    pub tokens: usize,
+    /// The longest sequence the rotary table covers.
+    pub positions: usize,
+    pub width: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub ff: usize,
+    pub tied: bool,
+    pub qkv_bias: bool,
+    pub rope_theta: f64,
+    pub norm_eps: f64,
+    pub attention: OpPath,
+}
+
+#[derive(Module, Debug)]
+pub struct Llama {
+    tokens: Embedding,
+    blocks: Vec<Block>,
+    final_norm: RmsNorm,
+    /// Untied output (`[width, tokens]`); `None` when the token embedding is the output.
+    output: Option<Linear>,
+    rope: RotaryEncoding,
+    #[module(skip)]
+    heads: usize,
+    #[module(skip)]
+    kv_heads: usize,
+    #[module(skip)]
+    attention: OpPath,
+}
+
+#[derive(Module, Debug)]
+struct Block {
+    attention_norm: RmsNorm,
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    out: Linear,
+    ff_norm: RmsNorm,
+    /// `linear_inner` is the gate (through SiLU), `linear_outer` the up projection.
+    swiglu: SwiGlu,
+    down: Linear,
+}
+
+impl Llama {
+    pub fn new(size: &LlamaSize, device: &Device) -> Self {
+        let head_dim = size.width / size.heads;
+        let kv_width = size.kv_heads * head_dim;
+        let linear = |inputs, outputs, bias| {
+            LinearConfig::new(inputs, outputs)
+                .with_bias(bias)
+                .init(device)
+        };
+        let norm = || {
+            RmsNormConfig::new(size.width)
+                .with_epsilon(size.norm_eps)
+                .init(device)
+        };
+        let blocks = (0..size.layers)
+            .map(|_| Block {
+                attention_norm: norm(),
+                query: linear(size.width, size.width, size.qkv_bias),
+                key: linear(size.width, kv_width, size.qkv_bias),
+                value: linear(size.width, kv_width, size.qkv_bias),
+                out: linear(size.width, size.width, false),
+                ff_norm: norm(),
+                swiglu: SwiGluConfig::new(size.width, size.ff).init(device),
+                down: linear(size.ff, size.width, false),
+            })
+            .collect();
+        Self {
+            // Drawn from N(0, 0.02) as these models' `initializer_range` says: with a tied
+            // output, burn's N(0, 1) would start the logits at a scale of sqrt(width).
+            tokens: EmbeddingConfig::new(size.tokens, size.width)
+                .with_initializer(Initializer::Normal {
+                    mean: 0.0,
+                    std: 0.02,
+                })
+                .init(device),
+            blocks,
+            final_norm: norm(),
+            output: (!size.tied).then(|| linear(size.width, size.tokens, false)),
+            rope: RotaryEncodingConfig::new(size.positions, head_dim)
+                .with_theta(size.rope_theta as f32)
+                .init(device),
+            heads: size.heads,
+            kv_heads: size.kv_heads,
+            attention: size.attention,
+        }
+    }
+
+    /// The output layer (with the final norm), and the body's weight matrices.
+    pub fn parts(&self) -> Parts {
+        let mut head = params_of(&[&self.final_norm]);
+        head.extend(match &self.output {
+            Some(output) => params_of(&[output]),
+            None => params_of(&[&self.tokens]),
+        });
+        Parts {
+            head,
+            adapted: matrices_of(&self.blocks.iter().collect::<Vec<_>>()),
+        }
+    }
+
+    /// # Shapes
+    /// - input: `[batch, length]` token ids
+    /// - output: `[batch, length, tokens]`
+    pub fn forward(&self, tokens: Tensor<2, Int>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let mut x = self.tokens.forward(tokens);
+        hook.after(Op::Embedding);
+        for block in &self.blocks {
+            x = self.block(block, x, hook);
+        }
+        let x = self.final_norm.forward(x);
+        hook.after(Op::LayerNorm);
+        let logits = match &self.output {
+            Some(output) => dense(output, x),
+            None => {
+                let table = self.tokens.weight.val();
+                let [batch, length, width] = x.dims();
+                let rows = table.dims()[0];
+                x.reshape([batch * length, width])
+                    .matmul(table.transpose())
+                    .reshape([batch, length, rows])
+            }
+        };
+        hook.after(Op::Logits);
+        logits
+    }
+
+    fn block(&self, block: &Block, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let [batch, length, width] = x.dims();
+        let normed = block.attention_norm.forward(x.clone());
+        hook.after(Op::LayerNorm);
+        let head_dim = width / self.heads;
+        let split = |y: Tensor<3>, heads: usize| {
+            y.reshape([batch, length, heads, head_dim]).swap_dims(1, 2)
+        };
+        let q = split(dense(&block.query, normed.clone()), self.heads);
+        let k = split(dense(&block.key, normed.clone()), self.kv_heads);
+        let v = split(dense(&block.value, normed), self.kv_heads);
+        hook.after(Op::Projection);
+        let (q, k) = (self.rope.forward(q), self.rope.forward(k));
+        hook.after(Op::Rotary);
+        let context = match self.attention {
+            OpPath::Naive => naive_grouped(q, k, v, hook),
+            OpPath::Fused => attention::fused_grouped(q, k, v, true),
+        };
+        hook.after(Op::Attention);
+        let merged = context.swap_dims(1, 2).reshape([batch, length, width]);
+        let x = x + dense(&block.out, merged);
+        hook.after(Op::Residual);
+        let normed = block.ff_norm.forward(x.clone());
+        hook.after(Op::LayerNorm);
+        let gate = dense(&block.swiglu.linear_inner, normed.clone());
+        let up = dense(&block.swiglu.linear_outer, normed);
+        hook.after(Op::Projection);
+        let hidden = silu(gate) * up;
+        hook.after(Op::Activation);
+        let x = x + dense(&block.down, hidden);
+        hook.after(Op::Residual);
+        x
+    }
+}
+
+/// Hugging Face's eager attention for grouped heads: each key/value head repeated for its
+/// group of query heads (`repeat_kv`), scores, the causal mask, softmax, the weighted sum.
+fn naive_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, hook: &mut impl LayerHook) -> Tensor<4> {
+    let [batch, heads, length, head_dim] = q.dims();
+    let kv_heads = k.dims()[1];
+    let repeat = |t: Tensor<4>| {
+        if kv_heads == heads {
+            return t;
+        }
+        t.unsqueeze_dim::<5>(2)
+            .expand([batch, kv_heads, heads / kv_heads, length, head_dim])
+            .reshape([batch, heads, length, head_dim])
+    };
+    let (k, v) = (repeat(k), repeat(v));
+    let scores = q.matmul(k.transpose()).div_scalar((head_dim as f32).sqrt());
+    let scores = attention::mask_future(scores);
+    hook.after(Op::Scores);
+    let weights = softmax(scores, 3);
+    hook.after(Op::Softmax);
+    weights.matmul(v)
+}

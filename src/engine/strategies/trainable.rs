@@ -1,0 +1,103 @@
+//! `strategies.trainable`: which weights train.
+//!
+//! - `all`: every parameter, as the model was built.
+//! - `head`: the output layer only (a decoder's final norm with it). Everything else is frozen
+//!   with burn's `Module::freeze`: it gets no gradient, so the optimizer keeps no state for it,
+//!   and backward stops where nothing trainable lies behind.
+//! - `lora`: burn's `apply_lora` freezes every base parameter and gives each weight matrix of
+//!   the body (`Model::parts`) two trainable factors `A` (`[d_in, rank]`) and `B` (`[rank,
+//!   d_out]`, zeros), scaled by `lora_alpha / lora_rank`. The bases keep the precision
+//!   `weight_dtype` gives them, and the factors follow. The models' dense layers compute
+//!   `x W + s (x A) B` (`models::dense`), as PEFT's LoRA layers do.
+//!
+//! What it reports: the parameters in all, those that train, and the adapters'.
+
+use burn::module::{Lora, Module};
+
+use crate::engine::config::{RunConfig, Trainable as Mode, limits};
+use crate::engine::error::ConfigError;
+use crate::engine::models::Model;
+
+use super::{Report, Strategy};
+
+/// Parameter counts once the model is final (see [`Report::params`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParamCounts {
+    /// The model's own parameters (a LoRA run's frozen bases included, its adapters not).
+    pub model: u64,
+    /// Parameters that get a gradient and optimizer state.
+    pub trainable: u64,
+    /// Parameters of LoRA adapters.
+    pub adapters: u64,
+}
+
+pub struct Trainable {
+    mode: Mode,
+    rank: usize,
+    alpha: f64,
+    counts: Option<ParamCounts>,
+}
+
+impl Trainable {
+    pub fn new(config: &RunConfig) -> Self {
+        let s = &config.strategies;
+        Self {
+            mode: s.trainable,
+            rank: s.lora_rank,
+            alpha: s.lora_alpha,
+            counts: None,
+        }
+    }
+}
+
+impl Strategy for Trainable {
+    fn prepare_model(&mut self, model: Model) -> Model {
+        let model = match self.mode {
+            Mode::All => model,
+            Mode::Head => {
+                let head = model.parts().head_group();
+                model.freeze().unfreeze_group(head)
+            }
+            Mode::Lora => {
+                let adapted = model.parts().adapted_group();
+                model.apply_lora(Lora::new(self.rank, self.alpha).set_param_group(adapted))
+            }
+        };
+        let count = model.trainable_count();
+        self.counts = Some(ParamCounts {
+            model: count.all - count.adapters,
+            trainable: count.trainable,
+            adapters: count.adapters,
+        });
+        model
+    }
+
+    fn report(&self, report: &mut Report) {
+        report.params = self.counts;
+    }
+}
+
+/// What `trainable` and its LoRA settings refuse, naming the field.
+pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
+    let s = &config.strategies;
+    if s.trainable != Mode::Lora {
+        return Ok(());
+    }
+    let (lo, hi) = limits::LORA_RANK;
+    if !(lo..=hi).contains(&s.lora_rank) {
+        return Err(ConfigError::out_of_range(
+            "strategies.lora_rank",
+            s.lora_rank,
+            format!("{lo}..={hi}"),
+        ));
+    }
+    let (lo, hi) = limits::LORA_ALPHA;
+    if !(s.lora_alpha.is_finite() && (lo..=hi).contains(&s.lora_alpha)) {
+        return Err(ConfigError::out_of_range(
+            "strategies.lora_alpha",
+            s.lora_alpha,
+            format!("{lo}..={hi}"),
+        ));
+    }
+    Ok(())
+}
