@@ -6,12 +6,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{Budget, RunConfig};
+use crate::engine::config::{Budget, DataConfig, RunConfig};
 use crate::engine::error::ConfigError;
 use crate::engine::outcome::OutOfMemory;
 use crate::engine::overrides::apply_overrides;
 use crate::engine::phase::Phase;
-use crate::engine::presets::preset;
+use crate::engine::presets::{fit_batch, preset};
 use crate::engine::strategies::catalog::{Claim, Entry, Metric};
 use crate::engine::train::{LOSS_READBACK_EVERY, StepRecord, Summary, Timeline};
 
@@ -82,11 +82,39 @@ pub fn side_config(
     sets: &[&str],
     budget: Option<u64>,
 ) -> Result<RunConfig, ConfigError> {
+    side_config_on(claim, sets, budget, None)
+}
+
+/// [`side_config`] on a user's table (`table`: a data section with its table read): the base
+/// run's data replaced by the table and its batch cut to the table's training split, before
+/// the claim's `sets`. A claim about the data's own fields, or whose runs cannot take the
+/// table, is refused with the reason.
+pub fn side_config_on(
+    claim: &Claim,
+    sets: &[&str],
+    budget: Option<u64>,
+    table: Option<&DataConfig>,
+) -> Result<RunConfig, ConfigError> {
     let mut config = preset(claim.base.preset)?;
     config.steps = claim.steps;
     config.eval_every = 0;
-    let all = claim.base.sets.iter().chain(sets).copied();
-    let mut config = apply_overrides(config, all)?;
+    let mut config = apply_overrides(config, claim.base.sets.iter().copied())?;
+    if let Some(data) = table {
+        let about_data = claim
+            .off
+            .iter()
+            .chain(claim.on)
+            .find(|s| s.starts_with("data."));
+        if let Some(set) = about_data {
+            return Err(ConfigError::invalid(
+                "--data",
+                format!("the claim's runs set {set}, which a table does not have"),
+            ));
+        }
+        config.data = data.clone();
+        fit_batch(&mut config);
+    }
+    let mut config = apply_overrides(config, sets.iter().copied())?;
     config.budget = budget.map(Budget::Bytes);
     config.validate()?;
     Ok(config)

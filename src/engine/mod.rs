@@ -1,7 +1,8 @@
 //! The engine: config, data, models, training loop and memory accounting. It knows nothing of
 //! the CLI or the page; both drive it through this API.
 //!
-//! Dependencies run one way: `phase` and `outcome` (plain types) under `error` under `config`;
+//! Dependencies run one way: `phase`, `outcome` and `table` (plain types: a user's CSV table)
+//! under `error` under `config`;
 //! `data`, `device`, `models` and `memory` above them; `strategies` above those; `train` and
 //! the searches (`plan`, `finder`, `suggest`, `claims`) on top.
 
@@ -24,6 +25,7 @@ pub mod plot;
 pub mod presets;
 pub mod strategies;
 pub mod suggest;
+pub mod table;
 pub mod train;
 mod validate;
 

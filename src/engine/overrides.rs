@@ -48,7 +48,11 @@ pub fn apply_override(config: &RunConfig, assignment: &str) -> Result<RunConfig,
     }
     *slot = value;
     let text = doc.to_string();
-    RunConfig::from_json(&text).map_err(|err| fail(err.to_string()))
+    let mut next = RunConfig::from_json(&text).map_err(|err| fail(err.to_string()))?;
+    // The table is not part of the JSON form; it stays with the config (validation refuses it
+    // if `data.label` no longer matches it).
+    next.data.table = config.data.table.clone();
+    Ok(next)
 }
 
 /// Apply several assignments in order.

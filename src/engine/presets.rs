@@ -1,5 +1,9 @@
 //! Named experiment presets, embedded in the binary as JSON files (presets/*.json).
 
+mod table;
+
+pub use table::{fit_batch, table_base, use_table};
+
 use super::config::{ModelKind, RunConfig};
 use super::error::ConfigError;
 

@@ -1,7 +1,9 @@
 //! Range checks for [`RunConfig`]: one function per section, each naming the field it refuses.
 //! A strategy's own refusals (what it cannot run with) live in its file under `strategies`.
 
-use super::config::{Budget, DataKind, InputKind, Kernels, ModelKind, RunConfig, limits};
+use super::config::{
+    Budget, DataConfig, DataKind, InputKind, Kernels, ModelKind, RunConfig, limits,
+};
 use super::error::ConfigError;
 use super::strategies;
 
@@ -39,7 +41,7 @@ impl RunConfig {
 /// A run generates its sequences in host memory before the first step.
 fn host_data(config: &RunConfig) -> Check {
     let data = &config.data;
-    if data.kind.input_kind() != InputKind::Tokens {
+    if data.input_kind() != InputKind::Tokens {
         return Ok(());
     }
     let tokens = data.samples.saturating_mul(2 * data.seq_len);
@@ -110,7 +112,9 @@ fn float_in(field: &str, value: f64, (lo, hi): (f64, f64)) -> Check {
 
 fn data(config: &RunConfig) -> Check {
     let data = &config.data;
-    if data.kind != DataKind::Digits {
+    if data.kind == DataKind::Csv {
+        table(data)?;
+    } else if data.kind != DataKind::Digits {
         int_in("data.samples", data.samples, limits::SAMPLES)?;
     }
     float_in(
@@ -118,30 +122,75 @@ fn data(config: &RunConfig) -> Check {
         data.test_fraction,
         limits::TEST_FRACTION,
     )?;
+    if data.kind == DataKind::Csv {
+        return Ok(());
+    }
     match data.kind.input_kind() {
         InputKind::Points => float_in("data.noise", data.noise, limits::NOISE)?,
         InputKind::Tokens => {
             int_in("data.seq_len", data.seq_len, limits::SEQ_LEN)?;
             int_in("data.vocab", data.vocab, limits::VOCAB)?;
         }
-        InputKind::Images => {}
+        InputKind::Images | InputKind::Features => {}
+    }
+    Ok(())
+}
+
+/// A table must have been read (the fronts read `data.path`), labelled as `data.label` says.
+fn table(data: &DataConfig) -> Check {
+    let Some(table) = &data.table else {
+        return Err(ConfigError::invalid(
+            "data.path",
+            format!(
+                "data.kind = csv needs its table, and none was read{}: the command line reads \
+                 it from data.path (`--data FILE.csv`); the page reads the file chosen on its \
+                 data card, and a link cannot carry it",
+                if data.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", data.path)
+                }
+            ),
+        ));
+    };
+    if table.label_spec.trim() != data.label.trim() {
+        return Err(ConfigError::invalid(
+            "data.label",
+            format!(
+                "the table was labelled by {:?} (column {}, {}); read it again to label it by \
+                 {:?}",
+                table.label_spec, table.label_column, table.label, data.label
+            ),
+        ));
     }
     Ok(())
 }
 
 fn model(config: &RunConfig) -> Check {
     let model = &config.model;
-    let input = config.data.kind.input_kind();
+    let input = config.data.input_kind();
     if !model.kind.accepts(input) {
         let fits: Vec<&str> = ModelKind::ALL
             .into_iter()
             .filter(|kind| kind.accepts(input))
             .map(ModelKind::name)
             .collect();
+        let shape = match &config.data.table {
+            Some(table) if config.data.kind == DataKind::Csv => format!(
+                " (a table of {} features{})",
+                table.width(),
+                if model.kind == ModelKind::Cnn {
+                    "; the CNN takes 64, as 8x8 images"
+                } else {
+                    ""
+                }
+            ),
+            _ => String::new(),
+        };
         return Err(ConfigError::invalid(
             "model.kind",
             format!(
-                "{} cannot train on data.kind = {}; models for it: {}",
+                "{} cannot train on data.kind = {}{shape}; models for it: {}",
                 model.kind.name(),
                 config.data.kind.name(),
                 fits.join(", ")

@@ -13,4 +13,5 @@ mod plan;
 mod readme;
 mod strategies;
 mod support;
+mod table;
 mod training;

@@ -15,6 +15,10 @@ use vramlab::engine::{Purpose, RunConfig};
 #[allow(dead_code)]
 #[path = "../../src/bin/vramlab/args.rs"]
 mod args;
+/// What args.rs reads a `--data` CSV with.
+#[allow(dead_code)]
+#[path = "../../src/bin/vramlab/table_file.rs"]
+mod table_file;
 
 use args::{Cli, Command, TrainArgs};
 

@@ -17,6 +17,7 @@ use crate::run_charts::Charts;
 use crate::run_controls::RunControls;
 use crate::session::Session;
 use crate::strategies_panel::StrategiesPanel;
+use crate::table_input::TableInput;
 use crate::tour::{Tour, TourLine};
 use crate::url_state;
 
@@ -69,6 +70,7 @@ pub fn App() -> impl IntoView {
                 <ConfigPanel editor=editor />
                 {move || editor.refused.get().map(|r| view! { <p class="error" id="refused">{r}</p> })}
                 <section class="panel" id="data-preview">
+                    <TableInput editor=editor />
                     <DataPreview config=editor.config grid=live.grid />
                 </section>
                 <TrainingPanel editor=editor adapter=live.adapter />

@@ -3,9 +3,10 @@
 //! refuses exactly what the CLI refuses, with the same message naming the field.
 
 use leptos::prelude::*;
-use vramlab::engine::config::{InputKind, ModelKind};
-use vramlab::engine::presets::PRESETS;
-use vramlab::engine::strategies::catalog::{self, Entry};
+use vramlab::engine::config::{DataKind, InputKind, ModelKind};
+use vramlab::engine::overrides::apply_override;
+use vramlab::engine::presets::{PRESETS, preset};
+use vramlab::engine::strategies::catalog::{self, CATALOG, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
 use crate::editor::Editor;
@@ -132,7 +133,8 @@ pub fn no_f16(adapter: RwSignal<Option<AdapterInfo>>) -> Signal<Option<String>> 
 #[component]
 pub fn ConfigPanel(editor: Editor) -> impl IntoView {
     let kind = move || editor.config.with(|c| c.model.kind);
-    let input = move || editor.config.with(|c| c.data.kind.input_kind());
+    let input = move || editor.config.with(|c| c.data.input_kind());
+    let on_table = move || editor.config.with(|c| c.data.kind == DataKind::Csv);
     let presets = PRESETS
         .iter()
         .map(|p| view! { <option value=p.name title=p.purpose>{p.name}</option> })
@@ -150,6 +152,9 @@ pub fn ConfigPanel(editor: Editor) -> impl IntoView {
             <p class="explain">{move || format!("data: {}, model: {}",
                 editor.config.with(|c| c.data.kind.name()), kind().name())}</p>
             {move || match input() {
+                _ if on_table() => view! {
+                    <p class="explain">"your table: its file and label column are on the data card"</p>
+                }.into_any(),
                 InputKind::Points => view! {
                     {field(editor, "samples", "data.samples", "points in the data set")}
                     {field(editor, "noise", "data.noise", "label noise, 0..0.5")}
@@ -158,6 +163,7 @@ pub fn ConfigPanel(editor: Editor) -> impl IntoView {
                     {field(editor, "sequence length", "data.seq_len", "tokens per sequence")}
                 }.into_any(),
                 InputKind::Images => view! { <p class="explain">"8x8 UCI digits"</p> }.into_any(),
+                InputKind::Features => ().into_any(),
             }}
             {field(editor, "test fraction", "data.test_fraction", "share held out for testing")}
             {move || match kind() {

@@ -1,10 +1,14 @@
 //! What the data looks like: the 2-D sets as a scatter (with the model's decision boundary as
 //! a heat map behind it once a run has one), digits as thumbnails, a sequence task as one
-//! example. Drawn from the same seeded generator the run uses, so it is the run's data.
+//! example; a user's table as its first rows, columns and classes (and, with two features, the
+//! same scatter). Drawn from the same seeded generator the run uses, so it is the run's data.
 
 use leptos::prelude::*;
 use vramlab::engine::RunConfig;
+use vramlab::engine::config::DataKind;
 use vramlab::engine::data::{Dataset, HostInputs};
+
+use crate::table_preview::table_preview;
 
 /// Half the side of the square drawn for a 2-D set: its largest coordinate, with a margin.
 /// The heat map is computed over the same square.
@@ -25,8 +29,12 @@ pub struct Grid {
     pub probability: Vec<f32>,
 }
 
+/// Class 0 blue and class 1 orange (the heat map's ends), then more for a table's classes.
 fn class_color(class: i64) -> &'static str {
-    if class == 1 { "#e8833a" } else { "#2f7fc1" }
+    const PALETTE: [&str; 8] = [
+        "#2f7fc1", "#e8833a", "#3a9a5b", "#c0392b", "#8e6bbf", "#8c5a3c", "#d16fb0", "#7f7f7f",
+    ];
+    PALETTE[class.rem_euclid(PALETTE.len() as i64) as usize]
 }
 
 /// Blue (class 0) through white to orange (class 1).
@@ -154,6 +162,14 @@ pub fn DataPreview(
         <div class="preview">
             {move || match built.get() {
                 Err(e) => view! { <p class="error">{e}</p> }.into_any(),
+                Ok(d) if d.kind == DataKind::Csv => {
+                    let table = config.with(|c| c.data.table.clone());
+                    // The heat map is the probability of class 1: a boundary only for two classes.
+                    let boundary = grid.get().filter(|_| d.classes == 2);
+                    let points = matches!(d.train.inputs, HostInputs::Floats { width: 2, .. })
+                        .then(|| scatter(&d, boundary));
+                    view! { {table.map(|t| table_preview(&t))} {points} }.into_any()
+                }
                 Ok(d) => match d.train.inputs {
                     HostInputs::Tokens { .. } => sequence(&d),
                     HostInputs::Floats { width: 2, .. } => scatter(&d, grid.get()),

@@ -17,6 +17,8 @@ mod run_charts;
 mod run_controls;
 mod session;
 mod strategies_panel;
+mod table_input;
+mod table_preview;
 mod tour;
 mod url_state;
 

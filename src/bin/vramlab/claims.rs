@@ -12,8 +12,9 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use vramlab::engine::claims::{
-    Judgement, Measure, Verdict, budget_for, judge, judge_budget, side_config,
+    Judgement, Measure, Verdict, budget_for, judge, judge_budget, side_config_on,
 };
+use vramlab::engine::config::DataConfig;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::{ConfigError, RunConfig, Timeline};
 
@@ -72,29 +73,84 @@ fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Timeline> {
 }
 
 /// The runs of one side.
-fn side(entry: &Entry, claim: &Claim, sets: &[&str]) -> anyhow::Result<Vec<Timeline>> {
-    let config = side_config(claim, sets, None)?;
+fn side(
+    entry: &Entry,
+    claim: &Claim,
+    sets: &[&str],
+    table: Option<&DataConfig>,
+) -> anyhow::Result<Vec<Timeline>> {
+    let config = side_config_on(claim, sets, None, table)?;
     (0..claim.metric.runs_per_side())
         .map(|_| fitted(entry, &config))
         .collect()
 }
 
-fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
-    let off = side(entry, claim, claim.off)?;
+/// A claim whose runs cannot take the user's table: a row that says why, with nothing measured.
+fn not_run(entry: &Entry, claim: &Claim, table: &DataConfig, reason: String) -> Row {
+    Row {
+        field: entry.field.to_string(),
+        claim: claim.folklore.to_string(),
+        base: base_label(claim, Some(table)),
+        metric: claim.metric.name().to_string(),
+        steps: claim.steps,
+        runs_per_side: 0,
+        off: None,
+        on: None,
+        high_water_in_use_off: None,
+        high_water_in_use_on: None,
+        high_water_reserved_off: None,
+        high_water_reserved_on: None,
+        ms_per_step_off: None,
+        ms_per_step_on: None,
+        final_loss_off: None,
+        final_loss_on: None,
+        verdict: Verdict::NotRunHere,
+        reason,
+        mechanism: claim.mechanism.to_string(),
+        adapter: String::new(),
+    }
+}
+
+/// The base run as the report names it: on a table, its data replaced by the file.
+fn base_label(claim: &Claim, table: Option<&DataConfig>) -> String {
+    match table {
+        Some(data) => format!("{} on {}", claim.base.label(), data.path),
+        None => claim.base.label(),
+    }
+}
+
+fn run_claim(entry: &Entry, claim: &Claim, table: Option<&DataConfig>) -> anyhow::Result<Row> {
+    if table.is_some() {
+        // Both sides must take the table before anything runs.
+        for sets in [claim.off, claim.on] {
+            if let Err(err) = side_config_on(claim, sets, None, table) {
+                let reason = format!("not on this table: {err}");
+                return Ok(not_run(
+                    entry,
+                    claim,
+                    table.unwrap_or(&DataConfig::default()),
+                    reason,
+                ));
+            }
+        }
+    }
+    let off = side(entry, claim, claim.off, table)?;
     let (on, judgement): (Vec<Timeline>, Judgement) = if claim.metric == Metric::StopsUnderBudget {
         let budget = budget_for(&off[0].summary);
-        let stopped = match subprocess::train(&side_config(claim, claim.on, Some(budget))?, false)?
-        {
+        let stopped = match subprocess::train(
+            &side_config_on(claim, claim.on, Some(budget), table)?,
+            false,
+        )? {
             Trained::OutOfMemory(oom) => Some(oom),
             Trained::Fit(_) => None,
         };
-        let after = fitted(entry, &side_config(claim, claim.off, None)?)?;
+        let after = fitted(entry, &side_config_on(claim, claim.off, None, table)?)?;
         (
             Vec::new(),
             judge_budget(budget, stopped.as_deref(), &after.summary),
         )
     } else {
-        let on = side(entry, claim, claim.on)?;
+        let on = side(entry, claim, claim.on, table)?;
         let judgement = judge(claim, &off, &on);
         (on, judgement)
     };
@@ -111,7 +167,7 @@ fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
     Ok(Row {
         field: entry.field.to_string(),
         claim: claim.folklore.to_string(),
-        base: claim.base.label(),
+        base: base_label(claim, table),
         metric: claim.metric.name().to_string(),
         steps: claim.steps,
         runs_per_side: claim.metric.runs_per_side(),
@@ -133,8 +189,8 @@ fn run_claim(entry: &Entry, claim: &Claim) -> anyhow::Result<Row> {
 }
 
 /// Run every claim of the catalog (or those about the `only` fields), with a progress bar on
-/// stderr.
-pub fn run_all(only: &[String]) -> anyhow::Result<Report> {
+/// stderr; on `table` (a data section with its table read) instead of each claim's data.
+pub fn run_all(only: &[String], table: Option<&DataConfig>) -> anyhow::Result<Report> {
     let started = Instant::now();
     if let Some(unknown) = only.iter().find(|field| catalog::find(field).is_none()) {
         let known: Vec<&str> = catalog::CATALOG.iter().map(|e| e.field).collect();
@@ -161,12 +217,15 @@ pub fn run_all(only: &[String]) -> anyhow::Result<Report> {
     let mut rows = Vec::new();
     for (entry, claim) in claims {
         bar.set_message(format!("{}: {}", entry.field, claim.folklore));
-        rows.push(run_claim(entry, claim)?);
+        rows.push(run_claim(entry, claim, table)?);
         bar.inc(1);
     }
     bar.finish_and_clear();
     Ok(Report {
-        adapter: rows.first().map_or(String::new(), |r| r.adapter.clone()),
+        adapter: rows
+            .iter()
+            .find(|r| !r.adapter.is_empty())
+            .map_or(String::new(), |r| r.adapter.clone()),
         seconds: started.elapsed().as_secs_f64(),
         rows,
     })

@@ -10,11 +10,13 @@ mod exit;
 mod files;
 mod find_batch;
 mod fuzz;
+mod fuzz_csv;
 mod plan;
 mod progress;
 mod report;
 mod soak;
 mod subprocess;
+mod table_file;
 
 use std::process::ExitCode;
 
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args),
         Some(Command::Soak(args)) => soak::run(&args),
+        Some(Command::FuzzCsv(args)) => fuzz_csv::run(args.inputs, args.seed),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {
@@ -121,7 +124,8 @@ fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
 }
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
-    let report = claims::run_all(&args.only)?;
+    let table = args.table()?;
+    let report = claims::run_all(&args.only, table.as_ref())?;
     let markdown = claims::markdown(&report);
     if let Some(path) = &args.out {
         claims::write(path, &markdown)?;

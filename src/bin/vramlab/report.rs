@@ -155,6 +155,7 @@ pub fn print_table(summary: &Summary) {
             ),
         ),
     ];
+    rows.splice(1..1, table_rows(summary));
     if let Some(ms) = summary.completed_step_ms {
         rows.push((
             "ms/step completed".into(),
@@ -195,6 +196,46 @@ pub fn print_table(summary: &Summary) {
     for (key, value) in rows {
         println!("{key:<width$}  {value}");
     }
+}
+
+/// A run on a table: the file, the classes and each feature's standardisation.
+fn table_rows(summary: &Summary) -> Vec<(String, String)> {
+    let Some(table) = &summary.table else {
+        return Vec::new();
+    };
+    let mut rows = vec![
+        (
+            "data".to_string(),
+            format!(
+                "{}: {} rows, {} columns, {} bytes, sha256 {}",
+                table.source.name,
+                table.rows,
+                table.columns,
+                table.source.bytes,
+                table.source.sha256
+            ),
+        ),
+        (
+            format!("classes ({}: train / test)", table.label),
+            table
+                .classes
+                .iter()
+                .map(|c| format!("{} {} / {}", c.name, c.train, c.test))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        (
+            "standardised by".into(),
+            "the training split's mean and spread: (x - mean) / spread".into(),
+        ),
+    ];
+    rows.extend(table.standardisation.iter().map(|scale| {
+        (
+            format!("  {}", scale.name),
+            format!("mean {:.4}, spread {:.4}", scale.mean, scale.spread),
+        )
+    }));
+    rows
 }
 
 /// Bytes by phase, in the phases' order.

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub use budget::{BUDGET_FORMS, Budget};
 
 use super::error::ConfigError;
+use super::table::SharedTable;
 
 /// Upper bounds shared by validation and documentation. Chosen so that no single tensor of a
 /// valid config can exceed what lavapipe (about 128 MiB per buffer) or a browser can allocate
@@ -109,6 +110,44 @@ pub struct DataConfig {
     pub seq_len: usize,
     /// Distinct tokens of the sequence tasks.
     pub vocab: usize,
+    /// `csv`: the file the table is read from (in a config file, relative to that file).
+    pub path: String,
+    /// `csv`: the label column, by name or 1-based position; empty: the last column.
+    #[serde(deserialize_with = "name_or_position")]
+    pub label: String,
+    /// `csv`: the table itself, read by the front from `path` (the engine reads no files).
+    /// Never serialised: a config names its data, it does not carry it.
+    #[serde(skip)]
+    pub table: Option<SharedTable>,
+}
+
+/// `data.label` as text, also when written as a number (`--set data.label=5`, `"label": 5`).
+fn name_or_position<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Label {
+        Name(String),
+        Position(u64),
+    }
+    Ok(match Label::deserialize(de)? {
+        Label::Name(name) => name,
+        Label::Position(position) => position.to_string(),
+    })
+}
+
+impl DataConfig {
+    /// What shape of input the data set hands a model: a table's follows its width (two
+    /// features are points, 64 are 8x8 images, any other width a row of features).
+    pub fn input_kind(&self) -> InputKind {
+        match (&self.table, self.kind) {
+            (Some(table), DataKind::Csv) => match table.width() {
+                2 => InputKind::Points,
+                64 => InputKind::Images,
+                _ => InputKind::Features,
+            },
+            (_, kind) => kind.input_kind(),
+        }
+    }
 }
 
 impl Default for DataConfig {
@@ -120,6 +159,9 @@ impl Default for DataConfig {
             test_fraction: 0.25,
             seq_len: 8,
             vocab: 8,
+            path: String::new(),
+            label: String::new(),
+            table: None,
         }
     }
 }
@@ -135,9 +177,12 @@ pub enum DataKind {
     Copy,
     Reverse,
     Sort,
+    /// A table the user brings (`data.path`, `data.label`).
+    Csv,
 }
 
 impl DataKind {
+    /// The built-in data sets (a table needs its file).
     pub const ALL: [DataKind; 8] = [
         Self::Circle,
         Self::Xor,
@@ -159,20 +204,23 @@ impl DataKind {
             Self::Copy => "copy",
             Self::Reverse => "reverse",
             Self::Sort => "sort",
+            Self::Csv => "csv",
         }
     }
 
-    /// What shape of input the data set hands a model.
+    /// What shape of input the data set hands a model ([`DataConfig::input_kind`] knows a
+    /// table's width).
     pub fn input_kind(self) -> InputKind {
         match self {
             Self::Circle | Self::Xor | Self::Gauss | Self::Spiral => InputKind::Points,
             Self::Digits => InputKind::Images,
             Self::Copy | Self::Reverse | Self::Sort => InputKind::Tokens,
+            Self::Csv => InputKind::Features,
         }
     }
 }
 
-/// The three input families; models declare which they accept.
+/// The input families; models declare which they accept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputKind {
     /// 2-D points, `[batch, 2]`.
@@ -181,6 +229,8 @@ pub enum InputKind {
     Images,
     /// Token sequences, `[batch, 2 * seq_len]`.
     Tokens,
+    /// A table's rows of numeric features, `[batch, width]`.
+    Features,
 }
 
 /// The model and its sizes. Fields that a kind does not use are ignored.
@@ -304,7 +354,10 @@ impl ModelKind {
     /// The input families this model can take.
     pub fn accepts(self, input: InputKind) -> bool {
         match self {
-            Self::Mlp => matches!(input, InputKind::Points | InputKind::Images),
+            Self::Mlp => matches!(
+                input,
+                InputKind::Points | InputKind::Images | InputKind::Features
+            ),
             Self::Cnn => input == InputKind::Images,
             Self::Gru | Self::Lstm | Self::Transformer | Self::Llama => input == InputKind::Tokens,
         }

@@ -6,6 +6,8 @@
 mod digits;
 mod playground;
 mod sequence;
+mod table;
+pub mod table_inputs;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::SeedableRng;
@@ -13,6 +15,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
 use super::config::{DataConfig, DataKind, InputKind};
+
+pub use table::{ClassCount, FeatureScale, TableSummary};
 
 /// Host-side samples of one split, row-major.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,24 +69,47 @@ pub struct Dataset {
     /// Targets of a sample before this index are trained on but not scored: a decoder's
     /// next-token targets over the task's own input (see [`Dataset::next_token`]).
     pub scored_from: usize,
+    /// A table's features as they were standardised (empty for the built-in sets).
+    pub standardisation: Vec<FeatureScale>,
 }
 
 /// `(train, test)` sample counts for a data config; validation uses it before generating.
 pub fn split_sizes(data: &DataConfig) -> (usize, usize) {
     let total = match data.kind {
         DataKind::Digits => digits::COUNT,
+        DataKind::Csv => data.table.as_ref().map_or(0, |t| t.rows()),
         _ => data.samples,
     };
+    if total < 2 {
+        // Validation refuses it (a table needs two classes, so two rows).
+        return (total, 0);
+    }
     let test = ((total as f64 * data.test_fraction).round() as usize).clamp(1, total - 1);
     (total - test, test)
 }
 
 /// Classes and targets per sample of a data config, as [`Dataset::build`] makes them.
-fn classes_and_targets(data: &DataConfig) -> (usize, usize) {
-    match data.kind.input_kind() {
-        InputKind::Points => (2, 1),
+pub fn classes_and_targets(data: &DataConfig) -> (usize, usize) {
+    if let (DataKind::Csv, Some(table)) = (data.kind, &data.table) {
+        return (table.classes.len(), 1);
+    }
+    match data.input_kind() {
+        InputKind::Points | InputKind::Features => (2, 1),
         InputKind::Images => (10, 1),
         InputKind::Tokens => (data.vocab, data.seq_len),
+    }
+}
+
+/// Values per sample a model takes in: floats for points, images and tables, token ids for
+/// the sequence tasks.
+pub fn input_width(data: &DataConfig) -> usize {
+    if let (DataKind::Csv, Some(table)) = (data.kind, &data.table) {
+        return table.width();
+    }
+    match data.input_kind() {
+        InputKind::Points | InputKind::Features => 2,
+        InputKind::Images => digits::PIXELS,
+        InputKind::Tokens => 2 * data.seq_len,
     }
 }
 
@@ -90,11 +117,8 @@ impl Dataset {
     /// The data set's shapes without its samples: `train` and `test` samples of zeros (valid
     /// class and token ids). What a plan trains on.
     pub fn shapes(data: &DataConfig, train: usize, test: usize) -> Self {
-        let (width, tokens) = match data.kind.input_kind() {
-            InputKind::Points => (2, false),
-            InputKind::Images => (digits::PIXELS, false),
-            InputKind::Tokens => (2 * data.seq_len, true),
-        };
+        let width = input_width(data);
+        let tokens = data.input_kind() == InputKind::Tokens;
         let (classes, targets_per_sample) = classes_and_targets(data);
         let split = |len| Split {
             inputs: HostInputs::Shape { width, tokens },
@@ -108,6 +132,7 @@ impl Dataset {
             classes,
             targets_per_sample,
             scored_from: 0,
+            standardisation: Vec::new(),
         }
     }
 
@@ -115,6 +140,22 @@ impl Dataset {
     pub fn build(data: &DataConfig, seed: u64) -> Result<Self, String> {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_da7a);
         let (train_len, _) = split_sizes(data);
+        if data.kind == DataKind::Csv {
+            let table = data
+                .table
+                .as_ref()
+                .ok_or("data.kind = csv, but no table was read from data.path")?;
+            let (train, test, standardisation) = table::split(table, train_len, &mut rng);
+            return Ok(Self {
+                kind: data.kind,
+                train,
+                test,
+                classes: table.classes.len(),
+                targets_per_sample: 1,
+                scored_from: 0,
+                standardisation,
+            });
+        }
         match data.kind.input_kind() {
             InputKind::Points => {
                 let mut points =
@@ -135,6 +176,7 @@ impl Dataset {
                     classes: 2,
                     targets_per_sample: 1,
                     scored_from: 0,
+                    standardisation: Vec::new(),
                 })
             }
             InputKind::Images => {
@@ -155,8 +197,11 @@ impl Dataset {
                     classes: 10,
                     targets_per_sample: 1,
                     scored_from: 0,
+                    standardisation: Vec::new(),
                 })
             }
+            // Only a table has rows of features; it returned above.
+            InputKind::Features => Err(format!("{} is not a table", data.kind.name())),
             InputKind::Tokens => {
                 let rows =
                     sequence::generate(data.kind, data.samples, data.seq_len, data.vocab, &mut rng);
@@ -175,6 +220,7 @@ impl Dataset {
                     classes: data.vocab,
                     targets_per_sample: data.seq_len,
                     scored_from: 0,
+                    standardisation: Vec::new(),
                 })
             }
         }
@@ -182,6 +228,21 @@ impl Dataset {
 }
 
 impl Dataset {
+    /// What a run on a table records about it; `None` for the built-in sets (and for a plan,
+    /// which holds no samples).
+    pub fn table_summary(&self, data: &DataConfig) -> Option<TableSummary> {
+        let table = data.table.as_ref().filter(|_| data.kind == DataKind::Csv)?;
+        if matches!(self.train.inputs, HostInputs::Shape { .. }) {
+            return None;
+        }
+        Some(table::summary(
+            table,
+            &self.train,
+            &self.test,
+            &self.standardisation,
+        ))
+    }
+
     /// A decoder's view of a sequence task: each sample becomes one token stream
     /// `x_1..x_L, q, y_1..y_L` (`q` the query id), read as the input `stream[..2L]` with the
     /// next token `stream[1..]` as the target at every position: a language model's loss. Only

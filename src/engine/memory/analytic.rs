@@ -21,7 +21,7 @@ use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind,
     OpPath, OptimizerKind, RunConfig, Trainable,
 };
-use crate::engine::data::split_sizes;
+use crate::engine::data::{classes_and_targets, input_width, split_sizes};
 use crate::engine::models::cnn_geometry;
 
 const F32: u64 = 4;
@@ -145,9 +145,11 @@ pub struct MemoryPrediction {
 /// Input width, class count and targets per sample for a data kind.
 pub(crate) fn data_shape(config: &RunConfig) -> (usize, usize, usize) {
     let data = &config.data;
-    match data.kind.input_kind() {
-        InputKind::Points => (2, 2, 1),
-        InputKind::Images => (64, 10, 1),
+    match data.input_kind() {
+        InputKind::Points | InputKind::Images | InputKind::Features => {
+            let (classes, per_sample) = classes_and_targets(data);
+            (input_width(data), classes, per_sample)
+        }
         // A decoder predicts the next token, the query id included, at every position.
         InputKind::Tokens if is_decoder(config) => {
             (2 * data.seq_len, config.token_rows(), 2 * data.seq_len)
@@ -238,7 +240,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         LossBookkeeping::Scalar | LossBookkeeping::Tensor => 0,
         LossBookkeeping::Outputs => k * logits_bytes,
     };
-    let input_bytes = if config.data.kind.input_kind() == InputKind::Tokens {
+    let input_bytes = if config.data.input_kind() == InputKind::Tokens {
         INT
     } else {
         F32

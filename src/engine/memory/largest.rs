@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{InputKind, ModelKind, OpPath, RunConfig};
+use crate::engine::config::{ModelKind, OpPath, RunConfig};
+use crate::engine::data::{classes_and_targets, input_width};
 use crate::engine::device::{AdapterInfo, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::error::ConfigError;
 use crate::engine::models::cnn_geometry;
@@ -81,10 +82,8 @@ pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
     let mut tensors = Vec::new();
     match model.kind {
         ModelKind::Mlp => {
-            let (input, classes) = match data.kind.input_kind() {
-                InputKind::Points => (2, 2),
-                _ => (64, 10),
-            };
+            let input = input_width(data) as u64;
+            let classes = classes_and_targets(data).0 as u64;
             let widths: Vec<u64> = std::iter::once(input)
                 .chain(model.hidden.iter().map(|&w| w as u64))
                 .chain(std::iter::once(classes))

@@ -33,8 +33,8 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     if config.model.activation != Activation::Relu {
         return needs("model.activation", "activation = relu");
     }
-    if config.data.kind.input_kind() == InputKind::Tokens {
-        return needs("data.kind", "a data set of points or images");
+    if config.data.input_kind() == InputKind::Tokens {
+        return needs("data.kind", "a data set of points, images or a table");
     }
     if s.grad_accumulation != 1 {
         return needs("strategies.grad_accumulation", "grad_accumulation = 1");

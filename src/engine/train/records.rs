@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{MemorySampling, RunConfig, Strategies};
+use crate::engine::data::TableSummary;
 use crate::engine::device::AdapterInfo;
 use crate::engine::memory::meter::StepMemory;
 use crate::engine::memory::{Categories, HighWater, MemoryPrediction, MemoryReading, StepTrace};
@@ -209,6 +210,10 @@ pub struct Summary {
     /// training batch, through autodiff). Empty for other models.
     #[serde(default)]
     pub kept_by_op: Vec<KeptBytes>,
+    /// A run on a user's table: the file (name, size, SHA-256), its classes and how each
+    /// feature was standardised. `None` for the built-in sets.
+    #[serde(default)]
+    pub table: Option<TableSummary>,
 }
 
 /// Bytes an op left alive for backward.
@@ -336,6 +341,8 @@ impl Summary {
                 .into_iter()
                 .map(|(op, bytes)| KeptBytes { op, bytes })
                 .collect(),
+            // Set by the run, which holds the data set.
+            table: None,
         }
     }
 }

@@ -54,7 +54,7 @@ impl Run {
         n: usize,
         extent: f32,
     ) -> Result<Option<Vec<f32>>, EngineError> {
-        if self.ctx.data.kind.input_kind() != InputKind::Points || n == 0 {
+        if self.ctx.config.data.input_kind() != InputKind::Points || n == 0 {
             return Ok(None);
         }
         let points = grid_points(n, extent);

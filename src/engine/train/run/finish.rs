@@ -20,9 +20,10 @@ impl Run {
             gpu,
             device,
             hooks,
+            data,
             ..
         } = self.ctx;
-        let summary = Summary::build(
+        let mut summary = Summary::build(
             &config,
             &gpu.adapter,
             &self.prediction,
@@ -39,6 +40,7 @@ impl Run {
                 paged_high_water_bytes: sampler::paged_high_water_bytes(&device),
             },
         );
+        summary.table = data.table_summary(&config.data);
         Ok(Timeline {
             summary,
             predicted_layers: self.prediction.layers,
