@@ -169,7 +169,7 @@ impl Llama {
         let k = split(dense(&block.key, normed.clone()), self.kv_heads);
         let v = split(dense(&block.value, normed), self.kv_heads);
         hook.after(Op::Projection);
-        let (q, k) = (self.rope.forward(q), self.rope.forward(k));
+        let (q, k) = (self.rotate(q), self.rotate(k));
         hook.after(Op::Rotary);
         let context = match self.attention {
             OpPath::Naive => naive_grouped(q, k, v, hook),
@@ -189,6 +189,33 @@ impl Llama {
         let x = x + dense(&block.down, hidden);
         hook.after(Op::Residual);
         x
+    }
+}
+
+impl Llama {
+    /// burn's `RotaryEncoding::forward`, op for op, with its table and rotation signs in `x`'s
+    /// precision: the table is not a parameter, so `model.half()` leaves it in f32, and burn's
+    /// own forward then multiplies f16 by f32 (a panic in burn-ir). Hugging Face casts its
+    /// cos/sin to the activations' dtype the same way.
+    fn rotate(&self, x: Tensor<4>) -> Tensor<4> {
+        let [batch, heads, length, head_dim] = x.dims();
+        let dtype = x.dtype();
+        let in_dtype = |t: Tensor<2>| if t.dtype() == dtype { t } else { t.cast(dtype) };
+        let signs =
+            Tensor::<2>::from_floats([[1.0, 0.0, 0.0, 1.0], [0.0, -1.0, 1.0, 0.0]], &x.device());
+        let table = self.rope.freq_complex.clone().narrow(0, 0, length);
+        let table = if table.dtype() == dtype {
+            table
+        } else {
+            table.cast(dtype)
+        };
+        let pairs = x
+            .reshape([batch * heads, length, head_dim / 2, 2])
+            .matmul(in_dtype(signs).unsqueeze())
+            .reshape([batch * heads, length, head_dim, 2]);
+        (pairs * table.unsqueeze::<4>())
+            .sum_dim(3)
+            .reshape([batch, heads, length, head_dim])
     }
 }
 
