@@ -12,6 +12,7 @@ pub mod device;
 pub mod error;
 pub mod finder;
 pub mod fused;
+pub mod hf_config;
 pub mod memory;
 pub mod models;
 pub mod ops;

@@ -5,6 +5,7 @@ mod config_errors;
 mod finder;
 mod finetune;
 mod fused_ops;
+mod hf_config;
 mod high_water;
 mod memory;
 mod plan;

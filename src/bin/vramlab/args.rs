@@ -1,10 +1,11 @@
 //! Command-line flags (clap) and their second stage: a validated [`RunConfig`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::MemorySampling;
+use vramlab::engine::hf_config::{self, HfModel};
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, preset};
 use vramlab::engine::{ConfigError, Purpose, RunConfig};
@@ -66,6 +67,12 @@ pub struct ConfigArgs {
     /// A JSON config file; fields left out take their defaults.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// A Hugging Face config.json (model_type gpt2, llama, mistral or qwen2): its model
+    /// replaces the base run's (the preset's or --config's; without either, gpt2-small's run for
+    /// GPT-2 and llama2-7b's for the others), before the --sets. Fields vramlab does not model
+    /// are refused by name.
+    #[arg(long, value_name = "CONFIG.JSON")]
+    pub hf_config: Option<PathBuf>,
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub overrides: Vec<String>,
@@ -172,17 +179,24 @@ pub enum SamplingArg {
 }
 
 impl ConfigArgs {
-    /// Preset or file, then `--set`s in order, then the budget; not yet validated.
+    /// Preset or file, then the Hugging Face model, then `--set`s in order, then the budget;
+    /// not yet validated. What the Hugging Face file changed or could not say goes to stderr.
     fn configure(&self) -> Result<RunConfig, ConfigError> {
-        let base = match (&self.preset, &self.config) {
-            (_, Some(path)) => {
+        let hf = self.hf_config.as_deref().map(read_hf).transpose()?;
+        let base = match (&self.preset, &self.config, &hf) {
+            (_, Some(path), _) => {
                 let text = std::fs::read_to_string(path).map_err(|err| {
                     ConfigError::invalid("--config", format!("{}: {err}", path.display()))
                 })?;
                 RunConfig::from_json(&text)?
             }
-            (Some(name), None) => preset(name)?,
-            (None, None) => preset(DEFAULT_PRESET)?,
+            (Some(name), None, _) => preset(name)?,
+            (None, None, Some((hf, _))) => preset(hf.family.base_preset())?,
+            (None, None, None) => preset(DEFAULT_PRESET)?,
+        };
+        let (base, mut notes) = match &hf {
+            Some((hf, path)) => hf.apply(base, &file_stem(path)),
+            None => (base, Vec::new()),
         };
         let mut config = apply_overrides(base, self.overrides.iter().map(String::as_str))?;
         if let Some(budget) = &self.budget {
@@ -190,8 +204,32 @@ impl ConfigArgs {
                 Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
             config.budget = Some(budget);
         }
+        if let Some((hf, path)) = &hf {
+            notes.extend(hf.notes_for(&config).map_err(|err| in_file(path, err))?);
+            for note in notes {
+                eprintln!("vramlab: {}: {note}", path.display());
+            }
+        }
         Ok(config)
     }
+}
+
+fn read_hf(path: &Path) -> Result<(HfModel, &Path), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|err| in_file(path, err))?;
+    let hf = hf_config::read(&text).map_err(|err| in_file(path, err))?;
+    Ok((hf, path))
+}
+
+/// An error about the Hugging Face file, named by the flag and the file.
+fn in_file(path: &Path, err: impl std::fmt::Display) -> ConfigError {
+    ConfigError::invalid("--hf-config", format!("{}: {err}", path.display()))
+}
+
+/// The run's name when the file does not state its model's: the file's name.
+fn file_stem(path: &Path) -> String {
+    path.file_stem().map_or("hf-config".into(), |stem| {
+        stem.to_string_lossy().into_owned()
+    })
 }
 
 impl TrainArgs {
