@@ -131,3 +131,34 @@ fn a_plan_from_an_hf_config_reports_its_model_and_says_what_it_changed() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_plan_report_answers_the_fine_tuning_question_on_one_screen() {
+    let out = vramlab(&[
+        "plan",
+        "--preset",
+        "sort-llama",
+        "--set",
+        "strategies.trainable=lora",
+        "--budget",
+        "1GiB",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "parameters          93,056",
+        "LoRA adapters of rank 8 beside the frozen weights",
+        "by category              at the mark    own size    estimate",
+        "  optimizer state",
+        "  whole plan",
+        "kept for backward by one training forward pass",
+        "fits 1.00 GiB",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    assert!(text.lines().count() <= 40, "{text}");
+}
