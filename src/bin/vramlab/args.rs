@@ -41,10 +41,18 @@ pub enum Command {
     BenchSampling(TrainArgs),
     /// Benchmark: the analytic model against plans, category by category, on a grid of sizes
     /// for each model family.
-    BenchAnalytic,
+    BenchAnalytic(BenchAnalyticArgs),
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
+}
+
+#[derive(Args, Debug, Default)]
+pub struct BenchAnalyticArgs {
+    /// Only the grid's rows of this family (mlp, cnn, gru, lstm, transformer, llama,
+    /// finetune). Repeatable.
+    #[arg(long, value_name = "FAMILY")]
+    pub only: Vec<String>,
 }
 
 #[derive(Args, Debug, Default)]

@@ -37,9 +37,9 @@ fn main() -> ExitCode {
         None => train(&TrainArgs::default()),
         Some(Command::Train(args)) => train(&args),
         Some(Command::BenchSampling(args)) => bench_sampling(&args),
-        Some(Command::BenchAnalytic) => engine::device::planner()
+        Some(Command::BenchAnalytic(args)) => engine::device::planner()
             .map_err(anyhow::Error::from)
-            .and_then(|gpu| bench_analytic::run(&gpu)),
+            .and_then(|gpu| bench_analytic::run(&gpu, &args.only)),
         Some(Command::BenchAttention(args)) => {
             let both = !args.plans && !args.steps;
             bench_attention::run(args.plans || both, args.steps || both)

@@ -49,6 +49,10 @@ pub struct LayerEstimate {
     /// Part of the output layer (what `trainable = head` trains).
     #[serde(default)]
     pub head: bool,
+    /// A head layer's activation bytes when nothing before it trains (`trainable = head`):
+    /// what its own weights' gradients need, without what only its input's gradient would.
+    #[serde(default)]
+    pub frozen_body_bytes: u64,
 }
 
 impl LayerEstimate {
@@ -64,6 +68,7 @@ impl LayerEstimate {
             tensors,
             adapted: Vec::new(),
             head: false,
+            frozen_body_bytes: 0,
         }
     }
 
@@ -92,8 +97,13 @@ impl LayerEstimate {
         self.adapting(adapted)
     }
 
-    fn in_head(self) -> Self {
-        Self { head: true, ..self }
+    /// Part of the output layer; with a frozen body it keeps `frozen_body_bytes`.
+    fn in_head_keeping(self, frozen_body_bytes: u64) -> Self {
+        Self {
+            head: true,
+            frozen_body_bytes,
+            ..self
+        }
     }
 }
 
@@ -208,16 +218,14 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let trained = Trained::of(config, &layers);
     let params = (param_count + trained.adapters) * weight_bytes;
     if trained.head_only {
-        // Nothing before the head trains, so no graph is recorded there: the head keeps its
-        // input (the layer before's output) and its own tensors.
-        let first_head = layers.iter().position(|l| l.head).unwrap_or(0);
-        let input = first_head
-            .checked_sub(1)
-            .map_or(0, |before| layers[before].output_bytes);
-        for layer in &mut layers[..first_head] {
-            layer.activation_bytes = 0;
+        // Nothing before the head trains, so no graph is recorded there.
+        for layer in &mut layers {
+            layer.activation_bytes = if layer.head {
+                layer.frozen_body_bytes
+            } else {
+                0
+            };
         }
-        layers[first_head].activation_bytes += input;
     }
     let mut activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
     activations += trained.low_rank_per_sample * micro * F32;
@@ -293,9 +301,25 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let working_set = if trained.head_only {
         0
     } else {
-        backward_working_set(config, micro)
+        backward_working_set(config, micro) + trained.branch_gradient(config, &layers, micro)
     };
-    let backward = activations + accumulated + grads.max(working_set).max(loss_backward);
+    // Backward frees each layer's activations as it makes that layer's gradients: it starts with
+    // every activation and the output layer's gradients, and ends with every gradient. When the
+    // gradients outweigh the activations (a large model on short sequences) the end is its
+    // high-water mark.
+    let head_grads = match config.strategies.trainable {
+        Trainable::Lora => 0,
+        _ => {
+            layers
+                .iter()
+                .filter(|l| l.head)
+                .map(|l| l.params)
+                .sum::<u64>()
+                * weight_bytes
+        }
+    };
+    let backward =
+        accumulated + (activations + head_grads.max(working_set).max(loss_backward)).max(grads);
     let peak = (resident + batch + backward).max(resident + eval_batch);
     MemoryPrediction {
         param_count,
@@ -374,6 +398,21 @@ impl Trained {
         }
     }
 
+    /// LoRA's backward splits each adapted layer's output gradient between the frozen product
+    /// and the low-rank branch: one more gradient of the largest layer output at a time.
+    fn branch_gradient(&self, config: &RunConfig, layers: &[LayerEstimate], b: u64) -> u64 {
+        if self.adapters == 0 {
+            return 0;
+        }
+        let m = &config.model;
+        match m.kind {
+            ModelKind::Mlp | ModelKind::Cnn => {
+                layers.iter().map(|l| l.output_bytes).max().unwrap_or(0)
+            }
+            _ => 2 * config.data.seq_len as u64 * b * m.width.max(m.ff) as u64 * F32,
+        }
+    }
+
     fn state_values(&self, optimizer: OptimizerKind) -> u64 {
         self.tensors
             .iter()
@@ -418,16 +457,18 @@ fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
             let feed_forward = n * length * (m.width as u64 + 2 * m.ff as u64) * F32;
             attention.max(feed_forward)
         }
-        // The same shape for a llama (the mask is built with -inf fills, no int tensor), with
-        // its feed-forward's gate and up projections and their product.
+        // The same shape for a llama (the mask is built with -inf fills, no int tensor; four
+        // [n, L, width] beside the scores in plans: the stream, Q, K, V), with its
+        // feed-forward's gate and up projections and their product.
         ModelKind::Llama => {
             let full_scores = n * m.heads as u64 * length * length * F32;
             let scores = match config.strategies.attention {
                 OpPath::Naive => 2 * full_scores,
                 OpPath::Fused => 2 * attention_block(full_scores),
             };
-            let attention = scores + 6 * n * length * m.width as u64 * F32;
-            let feed_forward = n * length * (m.width as u64 + 3 * m.ff as u64) * F32;
+            let attention = scores + 4 * n * length * m.width as u64 * F32;
+            // The stream and the normalized input beside the gate, up and their product.
+            let feed_forward = n * length * (2 * m.width as u64 + 2 * m.ff as u64) * F32;
             attention.max(feed_forward)
         }
     }
@@ -498,10 +539,13 @@ fn mlp_layers(config: &RunConfig, width: usize, classes: usize, b: u64) -> Vec<L
                     ..layer.output(output)
                 }
             } else {
-                // The output layer keeps its logits and the log-softmax of the loss.
+                // The output layer keeps its logits and the log-softmax of the loss; with a
+                // frozen body, also its input for its weight's gradient (otherwise counted as
+                // the layer before's output).
+                let input = b * pair[0] as u64 * F32;
                 LayerEstimate {
                     activation_bytes: 2 * output,
-                    ..layer.in_head()
+                    ..layer.in_head_keeping(2 * output + input)
                 }
             }
         })
@@ -548,7 +592,7 @@ fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> 
             2 * b * classes as u64 * F32,
         )
         .adapting_all()
-        .in_head(),
+        .in_head_keeping((2 * classes + hidden) as u64 * b * F32),
     ]
 }
 
@@ -588,7 +632,7 @@ fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEsti
             sequence_logits_kept(config, classes, b),
         )
         .adapting_all()
-        .in_head(),
+        .in_head_keeping(sequence_logits_kept(config, classes, b) + b * length * h as u64 * F32),
     ]
 }
 
@@ -613,9 +657,10 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
         vec![vec![tokens, d], vec![positions, d]],
         embedded * b * length * d * F32,
     );
-    // A decoder's output is its token embedding: the head trains it.
+    // A decoder's output is its token embedding: the head trains it, and every layer lies
+    // behind it.
     let mut layers = vec![if decoder {
-        embeddings.in_head()
+        embeddings.in_head_keeping(0)
     } else {
         embeddings
     }];
@@ -629,7 +674,12 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
         // divide: the exponent and the softmax are kept, and the scores themselves, masked for
         // a decoder). Fused attention keeps its output, one more [B, L, d], and one
         // log-sum-exp per row and head instead.
-        let kept = if decoder { 10 } else { 9 };
+        // Frozen LayerNorms (LoRA freezes every base) keep neither normalized input.
+        let frozen_norms = match config.strategies.trainable {
+            Trainable::Lora => 2,
+            _ => 0,
+        };
+        let kept = if decoder { 10 } else { 9 } - frozen_norms;
         let (per_token, scores) = match config.strategies.attention {
             OpPath::Naive => (kept * d + 2 * ff, 3 * heads * length * length),
             OpPath::Fused => ((kept + 1) * d + 2 * ff, 0),
@@ -667,28 +717,30 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
                 vec![vec![d], vec![d]],
                 (3 * b * length * d + b * length * classes as u64) * F32,
             )
-            .in_head(),
+            .in_head_keeping(0),
         );
     } else {
+        let logits = sequence_logits_kept(config, classes, b);
         layers.push(
             LayerEstimate::new(
                 format!("classifier {d}x{classes}"),
                 linear_tensors(w, classes, true),
-                sequence_logits_kept(config, classes, b),
+                logits,
             )
             .adapting_all()
-            .in_head(),
+            .in_head_keeping(logits + b * config.data.seq_len as u64 * d * F32),
         );
     }
     layers
 }
 
-/// Tensors of `[B, L, d]` a llama block keeps for backward (the input, each RMSNorm's
-/// normalized input and output, the rotated Q, the merged context and the residual sum), and of
-/// `[B, L, ff]` (the gate, its sigmoid and SiLU, the up projection, their product). Naive
-/// attention adds the repeated keys and values (`[B, L, d]` each) and three score-sized
-/// tensors as the transformer's; fused attention keeps the rotated K and V at their own heads,
-/// its output and one log-sum-exp per row and head.
+/// Tensors of `[B, L, d]` a llama block keeps for backward beside its RMSNorms' normalized
+/// inputs (two more, for their weights' gradients): the input, the norms' outputs, the rotated
+/// Q, the merged context, the residual sum and the repeated keys and values, as plans show
+/// them; and of `[B, L, ff]` (the gate, its sigmoid and SiLU, the up projection, their
+/// product). Naive attention adds three score-sized tensors as the transformer's; fused
+/// attention keeps the rotated K and V at their own heads, its output and one log-sum-exp per
+/// row and head instead of the repeated keys and values.
 const LLAMA_KEPT_WIDTH: u64 = 8;
 const LLAMA_KEPT_FF: u64 = 5;
 
@@ -704,19 +756,24 @@ fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
         b * length * d * F32,
     );
     let mut layers = vec![if m.tied {
-        embedding.in_head()
+        embedding.in_head_keeping(0)
     } else {
         embedding
     }];
     let (w, f, kv) = (m.width, m.ff, kv_width as usize);
+    // Frozen RMSNorm weights (LoRA freezes every base) need not keep their normalized inputs.
+    let norms_kept = match config.strategies.trainable {
+        Trainable::Lora => 0,
+        _ => 2 * d,
+    };
     for i in 0..m.layers {
         let (per_token, scores) = match config.strategies.attention {
             OpPath::Naive => (
-                LLAMA_KEPT_WIDTH * d + 2 * d + LLAMA_KEPT_FF * ff,
+                LLAMA_KEPT_WIDTH * d + norms_kept + LLAMA_KEPT_FF * ff,
                 3 * heads * length * length,
             ),
             OpPath::Fused => (
-                (LLAMA_KEPT_WIDTH + 1) * d + 2 * kv_width + LLAMA_KEPT_FF * ff + heads,
+                (LLAMA_KEPT_WIDTH - 1) * d + norms_kept + 2 * kv_width + LLAMA_KEPT_FF * ff + heads,
                 0,
             ),
         };
@@ -744,6 +801,9 @@ fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
     if !m.tied {
         head_tensors.push(vec![d, tokens]);
     }
+    // The final norm keeps its input, the normalized input and its output; with a frozen body
+    // its input needs no gradient and is not kept.
+    let logits = b * length * tokens * F32;
     layers.push(
         LayerEstimate::new(
             format!(
@@ -751,9 +811,9 @@ fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
                 if m.tied { "tied" } else { "untied" }
             ),
             head_tensors,
-            (3 * b * length * d + b * length * tokens) * F32,
+            3 * b * length * d * F32 + logits,
         )
-        .in_head(),
+        .in_head_keeping(2 * b * length * d * F32 + logits),
     );
     layers
 }
