@@ -13,6 +13,7 @@ pub mod device;
 pub mod error;
 pub mod finder;
 pub mod fused;
+pub mod hf_config;
 pub mod link;
 pub mod memory;
 pub mod models;

@@ -2,8 +2,8 @@
 //! make, kept when its predicted peak is within the budget. Estimates, and said to be.
 
 use crate::engine::config::{
-    Checkpointing, DataResidency, EvalMode, LossBookkeeping, MemoryPool, MixedPrecision, ModelKind,
-    OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
+    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MemoryPool, MixedPrecision,
+    ModelKind, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -86,6 +86,13 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     }
     for divisor in [2, 4, 8, 16, 32] {
         changes.push(("batch_size", (config.batch_size / divisor).to_string()));
+    }
+    // Fewer tokens per sample (a fine-tune's maximum length): at batch 1 the only smaller
+    // batch left, and what decides a long sequence's activations.
+    if config.data.kind.input_kind() == InputKind::Tokens {
+        for divisor in [2, 4] {
+            changes.push(("data.seq_len", (config.data.seq_len / divisor).to_string()));
+        }
     }
     changes
 }

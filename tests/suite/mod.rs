@@ -6,6 +6,7 @@ mod finder;
 mod finetune;
 mod fused_ops;
 mod fuzz;
+mod hf_config;
 mod high_water;
 mod imports;
 mod memory;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::{DataConfig, DataKind, MemorySampling};
+use vramlab::engine::hf_config::{self, HfModel};
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, fit_batch, preset, table_base};
 use vramlab::engine::{ConfigError, Purpose, RunConfig};
@@ -134,6 +135,12 @@ pub struct ConfigArgs {
     /// A JSON config file; fields left out take their defaults.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// A Hugging Face config.json (model_type gpt2, llama, mistral or qwen2): its model
+    /// replaces the base run's (the preset's or --config's; without either, gpt2-small's run for
+    /// GPT-2 and llama2-7b's for the others), before the --sets. Fields vramlab does not model
+    /// are refused by name.
+    #[arg(long, value_name = "CONFIG.JSON")]
+    pub hf_config: Option<PathBuf>,
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub overrides: Vec<String>,
@@ -281,20 +288,28 @@ pub enum SamplingArg {
 }
 
 impl ConfigArgs {
-    /// Preset, file or the table base, then `--data`, then `--set`s in order, then the budget;
-    /// a table is read from `data.path`. Not yet validated.
+    /// Preset, file, the table base or the Hugging Face model's family preset; then the
+    /// Hugging Face model, `--data`, the `--set`s in order and the budget; a table is read from
+    /// `data.path`. Not yet validated. What the Hugging Face file changed or could not say goes
+    /// to stderr.
     fn configure(&self) -> Result<RunConfig, ConfigError> {
-        let mut base = match (&self.preset, &self.config, &self.data) {
-            (_, Some(path), _) => config_file(path)?,
-            (Some(name), None, _) => preset(name)?,
-            (None, None, Some(file)) => {
+        let hf = self.hf_config.as_deref().map(read_hf).transpose()?;
+        let base = match (&self.preset, &self.config, &self.data, &hf) {
+            (_, Some(path), _, _) => config_file(path)?,
+            (Some(name), None, _, _) => preset(name)?,
+            (None, None, _, Some((hf, _))) => preset(hf.family.base_preset())?,
+            (None, None, Some(file), None) => {
                 let mut base = table_base();
                 if let Some(stem) = file.file_stem() {
                     base.name = stem.to_string_lossy().into_owned();
                 }
                 base
             }
-            (None, None, None) => preset(DEFAULT_PRESET)?,
+            (None, None, None, None) => preset(DEFAULT_PRESET)?,
+        };
+        let (mut base, mut notes) = match &hf {
+            Some((hf, path)) => hf.apply(base, &file_stem(path)),
+            None => (base, Vec::new()),
         };
         if let Some(file) = &self.data {
             base.data.kind = DataKind::Csv;
@@ -319,6 +334,12 @@ impl ConfigArgs {
         {
             eprintln!("vramlab: {note}");
         }
+        if let Some((hf, path)) = &hf {
+            notes.extend(hf.notes_for(&config).map_err(|err| in_file(path, err))?);
+            for note in notes {
+                eprintln!("vramlab: {}: {note}", path.display());
+            }
+        }
         Ok(config)
     }
 }
@@ -334,6 +355,24 @@ fn config_file(path: &Path) -> Result<RunConfig, ConfigError> {
         config.data.path = dir.join(data_path).display().to_string();
     }
     Ok(config)
+}
+
+fn read_hf(path: &Path) -> Result<(HfModel, &Path), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|err| in_file(path, err))?;
+    let hf = hf_config::read(&text).map_err(|err| in_file(path, err))?;
+    Ok((hf, path))
+}
+
+/// An error about the Hugging Face file, named by the flag and the file.
+fn in_file(path: &Path, err: impl std::fmt::Display) -> ConfigError {
+    ConfigError::invalid("--hf-config", format!("{}: {err}", path.display()))
+}
+
+/// The run's name when the file does not state its model's: the file's name.
+fn file_stem(path: &Path) -> String {
+    path.file_stem().map_or("hf-config".into(), |stem| {
+        stem.to_string_lossy().into_owned()
+    })
 }
 
 impl TrainArgs {

@@ -1,11 +1,16 @@
 //! `vramlab plan`: the engine's plan, as a table for people or one JSON object for programs.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use vramlab::engine::config::{
+    Checkpointing, InputKind, MixedPrecision, ModelKind, Trainable, WeightDtype,
+};
+use vramlab::engine::memory::Categories;
+use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, PLAN_STEPS, Plan};
 use vramlab::engine::{Gpu, RunConfig};
 
-use crate::report::{as_set_flag, size};
+use crate::report::size;
 
 pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -31,77 +36,22 @@ pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The fine-tuning question in one screen: what is planned, its parameters and what trains,
+/// the training step's high-water mark by category beside each category's own size and the
+/// analytic estimate, the phases, what forward keeps for backward, and the budget's answer with
+/// each suggested change planned.
 fn print_table(plan: &Plan) {
-    let config = &plan.config;
-    println!(
-        "plan of {} for {}: {} parameters, {PLAN_STEPS} training steps at batch {} and one \
-         evaluation batch of {}, {:.1} s",
-        plan.name,
-        plan.adapter.name,
-        plan.params,
-        config.batch_size,
-        config.eval_batch_size,
-        plan.seconds
-    );
-    println!(
-        "a dry run on a {} device stating that adapter's features and limits, with bindings up \
-         to {}: every kernel compiled, none executed; the pools carved pages without device \
-         memory. No losses: nothing ran.",
-        plan.adapter.backend,
-        size(plan.adapter.max_binding_size)
-    );
+    print_header(plan);
     println!();
-    println!("{:<22} {:>16} {:>16}", "", "high-water in use", "reserved");
-    for phase in std::iter::once(Phase::Setup).chain(Phase::ALL) {
-        let in_use = plan.high_water_in_use_by_phase.get(&phase);
-        let reserved = plan.reserved_by_phase.get(&phase);
-        if in_use.is_none() && reserved.is_none() {
-            continue;
-        }
-        let cell = |v: Option<&u64>| v.map_or("-".to_string(), |b| size(*b));
+    print_parameters(plan);
+    println!();
+    print_memory(plan);
+    print_kept(plan);
+    for fallback in &plan.fallbacks {
         println!(
-            "{:<22} {:>16} {:>16}",
-            phase.name(),
-            cell(in_use),
-            cell(reserved)
+            "fallback: {} = {}: {}",
+            fallback.field, fallback.value, fallback.reason
         );
-    }
-    println!(
-        "{:<22} {:>16} {:>16}",
-        "whole plan",
-        size(plan.high_water_in_use_bytes),
-        size(plan.high_water_reserved_bytes)
-    );
-    let p = &plan.predicted;
-    println!(
-        "{:<22} {:>16}   (estimate: parameters {}, gradients {}, optimizer {}, activations {})",
-        "analytic model",
-        size(plan.predicted_peak_bytes),
-        size(p.params),
-        size(p.grads),
-        size(p.optimizer_state),
-        size(p.activations)
-    );
-    println!(
-        "{:<22} {:>16}   (in use after the parameters were created)",
-        "weights as stored",
-        size(plan.weight_bytes)
-    );
-    println!("high-water taken {}", plan.high_water_is);
-    if !plan.kept_by_op.is_empty() {
-        let total: u64 = plan.kept_by_op.iter().map(|k| k.bytes).sum();
-        println!(
-            "\nkept for backward by one training forward pass ({}), by the op that made it:",
-            size(total)
-        );
-        for kept in &plan.kept_by_op {
-            println!(
-                "  {:<60} {:>12} {:>5.1}%",
-                kept.op.name(),
-                size(kept.bytes),
-                100.0 * kept.bytes as f64 / total.max(1) as f64
-            );
-        }
     }
     if !plan.oversized.is_empty() {
         let listed: Vec<String> = plan
@@ -117,37 +67,264 @@ fn print_table(plan: &Plan) {
             size(plan.adapter.max_binding_size)
         );
     }
-    for fallback in &plan.fallbacks {
+    println!();
+    print_budget(plan);
+}
+
+fn print_header(plan: &Plan) {
+    let config = &plan.config;
+    println!("plan of {}: {}", plan.name, describe_model(config));
+    let s = &config.strategies;
+    let tokens = match config.data.kind.input_kind() {
+        InputKind::Tokens => format!(" x {} tokens", grouped(2 * config.data.seq_len as u64)),
+        _ => String::new(),
+    };
+    let trains = match s.trainable {
+        Trainable::All => "every weight".to_string(),
+        Trainable::Head => "the output layer".to_string(),
+        Trainable::Lora => format!(
+            "LoRA adapters of rank {} (alpha {})",
+            s.lora_rank, s.lora_alpha
+        ),
+    };
+    let attends = matches!(config.model.kind, ModelKind::Transformer | ModelKind::Llama);
+    let attention = if attends {
+        format!(", attention {}", s.attention.name())
+    } else {
+        String::new()
+    };
+    let precision = match (s.weight_dtype, s.training_precision()) {
+        (WeightDtype::F16, _) => "all in f16",
+        (_, MixedPrecision::F16) => "f16 compute on f32 weights",
+        (_, MixedPrecision::F16Unscaled) => "all in f16",
+        _ => "f32",
+    };
+    println!(
+        "  batch {}{tokens}, {} on {trains}, {precision}{attention}, loss {}, checkpointing {}",
+        config.batch_size,
+        config.optimizer.name(),
+        s.cross_entropy.name(),
+        match s.checkpointing {
+            Checkpointing::None => "none",
+            Checkpointing::Balanced => "balanced",
+        }
+    );
+    println!(
+        "  dry run: {PLAN_STEPS} training steps and one evaluation batch of {}, kernels compiled \
+         for {}",
+        config.eval_batch_size, plan.adapter.name,
+    );
+    println!(
+        "  and none run, pages carved with no memory behind them (bindings up to {}), no losses; \
+         {:.1} s",
+        size(plan.adapter.max_binding_size),
+        plan.seconds
+    );
+}
+
+/// The model in a few words: its family and sizes.
+fn describe_model(config: &RunConfig) -> String {
+    let m = &config.model;
+    match m.kind {
+        ModelKind::Llama => format!(
+            "llama, {} blocks of width {}, {} heads ({} key/value), SwiGLU {}, {} tokens, {} \
+             output",
+            m.layers,
+            m.width,
+            m.heads,
+            m.kv_heads(),
+            m.ff,
+            config.token_rows(),
+            if m.tied { "tied" } else { "untied" }
+        ),
+        ModelKind::Transformer => format!(
+            "{}, {} blocks of width {}, {} heads, feed-forward {}, {} tokens, {} positions",
+            if m.decoder {
+                "GPT-2-style decoder"
+            } else {
+                "transformer encoder"
+            },
+            m.layers,
+            m.width,
+            m.heads,
+            m.ff,
+            config.token_rows(),
+            config.position_rows()
+        ),
+        kind => kind.name().to_string(),
+    }
+}
+
+fn print_parameters(plan: &Plan) {
+    let s = &plan.config.strategies;
+    println!(
+        "parameters {:>15}   {} as stored ({})",
+        grouped(plan.params),
+        size(plan.weight_bytes),
+        s.weight_dtype.name()
+    );
+    let share = 100.0 * plan.trainable_params as f64 / plan.params.max(1) as f64;
+    let which = match s.trainable {
+        Trainable::All => "every weight: gradients and optimizer state for all".to_string(),
+        Trainable::Head => {
+            "the output layer; the rest frozen (no gradient, no optimizer state)".to_string()
+        }
+        Trainable::Lora => format!(
+            "LoRA adapters of rank {} beside the frozen weights (no gradient, no optimizer \
+             state for those)",
+            s.lora_rank
+        ),
+    };
+    println!(
+        "  training {:>15}   {share:.2}%: {which}",
+        grouped(plan.trainable_params)
+    );
+}
+
+fn print_memory(plan: &Plan) {
+    let cell = |bytes: Option<u64>| bytes.map_or("-".to_string(), size);
+    let p = &plan.predicted;
+    let estimate = [
+        Some(p.params),
+        Some(p.optimizer_state),
+        None,
+        Some(p.activations),
+        Some(p.grads),
+        None,
+    ];
+    let peak_phase = plan
+        .high_water_in_use_by_phase
+        .iter()
+        .max_by_key(|(_, bytes)| **bytes)
+        .map_or("-", |(phase, _)| phase.name());
+    if let (Some(mark), Some(own)) = (plan.high_water_by_category, plan.category_sizes) {
         println!(
-            "fallback: {} = {}: {}",
-            fallback.field, fallback.value, fallback.reason
+            "{:<24}{:>12}{:>12}{:>12}",
+            "by category", "at the mark", "own size", "estimate"
+        );
+        for (i, name) in Categories::NAMES.iter().enumerate() {
+            println!(
+                "  {:<22}{:>12}{:>12}{:>12}",
+                name.replace('_', " "),
+                size(mark.values()[i]),
+                if i == 5 {
+                    "-".into()
+                } else {
+                    size(own.values()[i])
+                },
+                cell(estimate[i])
+            );
+        }
+        println!(
+            "  {:<22}{:>12}{:>12}{:>12}",
+            "in use",
+            size(mark.total()),
+            "",
+            size(plan.predicted_peak_bytes)
         );
     }
-    println!();
+    println!("{:<24}{:>12}{:>12}", "by phase", "in use", "reserved");
+    for phase in std::iter::once(Phase::Setup).chain(Phase::ALL) {
+        let Some(in_use) = plan.high_water_in_use_by_phase.get(&phase) else {
+            continue;
+        };
+        let reserved = plan.reserved_by_phase.get(&phase).copied();
+        println!(
+            "  {:<22}{:>12}{:>12}",
+            phase.name(),
+            size(*in_use),
+            cell(reserved)
+        );
+    }
+    println!(
+        "  {:<22}{:>12}{:>12}   high-water mark in {peak_phase}",
+        "whole plan",
+        size(plan.high_water_in_use_bytes),
+        size(plan.high_water_reserved_bytes)
+    );
+}
+
+/// What one training forward pass keeps for backward, by op: the largest few, the rest summed.
+fn print_kept(plan: &Plan) {
+    if plan.kept_by_op.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 4;
+    let total: u64 = plan.kept_by_op.iter().map(|k| k.bytes).sum();
+    let share = |bytes: u64| 100.0 * bytes as f64 / total.max(1) as f64;
+    let mut kept = plan.kept_by_op.clone();
+    kept.sort_by_key(|k| std::cmp::Reverse(k.bytes));
+    println!(
+        "kept for backward by one training forward pass: {}",
+        size(total)
+    );
+    for k in kept.iter().take(SHOWN) {
+        println!(
+            "  {:<58}{:>12} {:>5.1}%",
+            k.op.name(),
+            size(k.bytes),
+            share(k.bytes)
+        );
+    }
+    if kept.len() > SHOWN {
+        let rest: u64 = kept[SHOWN..].iter().map(|k| k.bytes).sum();
+        println!(
+            "  {:<58}{:>12} {:>5.1}%",
+            format!("{} more ops", kept.len() - SHOWN),
+            size(rest),
+            share(rest)
+        );
+    }
+}
+
+fn print_budget(plan: &Plan) {
     let (Some(budget), Some(fits)) = (plan.budget_bytes, plan.fits) else {
         println!("no budget given: pass --budget (e.g. 24GiB) to ask whether it fits");
         return;
     };
     if fits {
-        println!("fits {}: every check a run makes passed", size(budget));
+        println!(
+            "fits {}: {} in use and {} reserved at most, under every check a run makes",
+            size(budget),
+            size(plan.high_water_in_use_bytes),
+            size(plan.high_water_reserved_bytes)
+        );
         if plan.high_water_reserved_bytes > budget {
             println!(
-                "(the pages reserved, {} unbudgeted, pass it: a budgeted run releases its cached \
-                 pages at the check points, as an allocator frees its cache before it fails)",
-                size(plan.high_water_reserved_bytes)
+                "(the pages reserved unbudgeted pass it: a budgeted run releases its cached \
+                 pages at the check points, as an allocator frees its cache before it fails)"
             );
         }
         return;
     }
-    println!("does not fit {}", size(budget));
-    if let Some(oom) = &plan.out_of_memory {
-        println!("{}", oom.headline());
+    print!("does not fit {}", size(budget));
+    match &plan.out_of_memory {
+        Some(oom) => {
+            let at = match oom.step {
+                Some(step) => format!("step {step}, {}", oom.phase.name()),
+                None => "set-up".to_string(),
+            };
+            let held = match oom.in_use_bytes {
+                0 => String::new(),
+                bytes => format!("{} in use and ", size(bytes)),
+            };
+            println!(
+                ": a run stops at {at} ({}): {held}{} more asked",
+                oom.site,
+                size(oom.asked_bytes)
+            );
+        }
+        None => println!(),
     }
     if plan.suggestions.is_empty() {
-        println!("no single change is estimated to fit: a smaller model or a larger budget");
+        println!(
+            "no change vramlab knows is estimated to fit (the weights alone take {}): a smaller \
+             model or a larger budget",
+            size(plan.weight_bytes)
+        );
         return;
     }
-    println!("single changes the analytic model expects to fit, each planned under the budget:");
+    println!("what to change, each planned under the same budget:");
     for checked in &plan.suggestions {
         let verdict = match &checked.checked {
             Checked::Fits {
@@ -155,15 +332,78 @@ fn print_table(plan: &Plan) {
                 high_water_reserved_bytes,
                 ..
             } => format!(
-                "planned: fits (high-water {} in use, {} reserved)",
+                "fits: {} in use, {} reserved",
                 size(*high_water_in_use_bytes),
                 size(*high_water_reserved_bytes)
             ),
-            Checked::DoesNotFit { out_of_memory } => {
-                format!("planned: does not fit ({})", out_of_memory.headline())
-            }
+            Checked::DoesNotFit { out_of_memory } => format!(
+                "does not fit: stops at {} ({})",
+                out_of_memory.step.map_or("set-up".to_string(), |s| format!(
+                    "step {s}, {}",
+                    out_of_memory.phase.name()
+                )),
+                out_of_memory.site
+            ),
             Checked::NotPlanned { reason } => format!("not planned: {reason}"),
         };
-        println!("  {}\n      {verdict}", as_set_flag(&checked.suggestion));
+        for line in wrapped(&change(&checked.suggestion), 100) {
+            println!("  {line}");
+        }
+        println!("      {verdict}");
     }
+}
+
+/// A suggestion as the flags that make it, with the analytic model's estimate.
+fn change(suggestion: &Suggestion) -> String {
+    let flags: Vec<String> = suggestion
+        .assignments()
+        .iter()
+        .map(|assignment| format!("--set {assignment}"))
+        .collect();
+    // A sample is twice data.seq_len tokens: say what the change means in them.
+    let tokens = suggestion
+        .assignments()
+        .iter()
+        .filter_map(|a| a.strip_prefix("data.seq_len=")?.parse::<u64>().ok())
+        .map(|seq_len| format!(", {} tokens a sample", grouped(2 * seq_len)))
+        .next()
+        .unwrap_or_default();
+    match suggestion.estimated_peak_bytes {
+        Some(peak) => format!("{}{tokens} (estimated {})", flags.join(" "), size(peak)),
+        None => format!(
+            "{} (the live bytes fit; exclusive pages are sized to each allocation)",
+            flags.join(" ")
+        ),
+    }
+}
+
+/// `text` in lines of at most `width` characters (longer words stand alone), the lines after
+/// the first indented by two.
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.trim().is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(format!("  {word}"));
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }

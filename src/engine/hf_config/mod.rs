@@ -1,0 +1,244 @@
+//! A Hugging Face `config.json` read into vramlab's model config, for the four families
+//! vramlab builds: GPT-2 (`model_type` "gpt2": the transformer as a decoder) and Llama, Mistral
+//! and Qwen2 ("llama", "mistral", "qwen2": the llama). A pure function of the file's text: the
+//! fronts read the file.
+//!
+//! Nothing is guessed. A field that sizes the model must be stated, or be one transformers
+//! derives (named in `families`); a field whose value would change memory in a way vramlab does
+//! not build (biases it has no place for, another activation, a head width that is not
+//! `hidden_size / heads`, cross-attention, tensor-parallel slices) is accepted only at the value
+//! vramlab builds; fields that change no tensor's size (ids, the checkpoint's dtype, dropout,
+//! rotary scaling) are read from an explicit list, and each one that makes a plan differ from a
+//! PyTorch run of the same file is said in a note. Any other field is refused by name, with the
+//! list of what is understood.
+
+mod families;
+mod fields;
+
+use serde_json::Value;
+
+use super::config::{InputKind, ModelConfig, RunConfig};
+use super::error::ConfigError;
+
+pub use families::Family;
+use families::{DROPOUT, understood};
+use fields::Fields;
+
+/// A model read from a `config.json`, with what the file says beyond the model config.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HfModel {
+    pub family: Family,
+    /// The model as vramlab builds it.
+    pub model: ModelConfig,
+    /// `_name_or_path`, when the file names its model.
+    pub name: Option<String>,
+    /// The attention window (Mistral's `sliding_window`; Qwen2's with `use_sliding_window`).
+    pub sliding_window: Option<usize>,
+    /// The checkpoint's storage type (`torch_dtype`).
+    pub torch_dtype: Option<String>,
+    /// Dropout probabilities above zero, by field.
+    pub dropout: Vec<(String, f64)>,
+    /// The rotary scaling type (`rope_scaling`), when there is one.
+    pub rope_scaling: Option<String>,
+}
+
+/// Read a `config.json`. Errors name the JSON field and what vramlab accepts there.
+pub fn read(text: &str) -> Result<HfModel, ConfigError> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|err| ConfigError::invalid("config.json", err.to_string()))?;
+    let Value::Object(map) = &value else {
+        return Err(ConfigError::invalid(
+            "config.json",
+            "a Hugging Face config is one JSON object",
+        ));
+    };
+    let fields = Fields::new(map);
+    let model_type = fields.text("model_type")?.ok_or_else(|| {
+        ConfigError::invalid(
+            "model_type",
+            format!("missing; vramlab reads {}", quoted_types()),
+        )
+    })?;
+    let family = Family::from_model_type(model_type).ok_or_else(|| {
+        ConfigError::invalid(
+            "model_type",
+            format!(
+                "{model_type:?} is not a family vramlab builds; it reads {}",
+                quoted_types()
+            ),
+        )
+    })?;
+    let understood = understood(family);
+    if let Some(unknown) = fields.names().find(|name| !understood.contains(name)) {
+        return Err(ConfigError::invalid(
+            unknown,
+            format!(
+                "not a field vramlab models in a {} config, and what it would change is not \
+                 guessed; understood: {}",
+                family.model_type(),
+                understood.join(", ")
+            ),
+        ));
+    }
+    architectures(family, &fields)?;
+    let model = match family {
+        Family::Gpt2 => families::gpt2(&fields)?,
+        _ => families::llama(family, &fields)?,
+    };
+    let rope_scaling = match family {
+        Family::Gpt2 => None,
+        _ => families::rope_scaling(&fields)?,
+    };
+    let mut dropout = Vec::new();
+    for name in DROPOUT.iter().filter(|name| map.contains_key(**name)) {
+        let p = fields.number_or(name, 0.0, (0.0, 1.0))?;
+        if p > 0.0 {
+            dropout.push((name.to_string(), p));
+        }
+    }
+    Ok(HfModel {
+        family,
+        sliding_window: families::sliding_window(family, &fields)?,
+        name: fields
+            .text("_name_or_path")?
+            .filter(|name| !name.is_empty())
+            .map(str::to_string),
+        torch_dtype: fields.text("torch_dtype")?.map(str::to_string),
+        dropout,
+        rope_scaling,
+        model,
+    })
+}
+
+fn quoted_types() -> String {
+    Family::ALL
+        .iter()
+        .map(|family| format!("{:?}", family.model_type()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `architectures` names the class the file's weights belong to: vramlab plans the causal
+/// language model, so another head (a classifier) is refused.
+fn architectures(family: Family, fields: &Fields) -> Result<(), ConfigError> {
+    let Some(value) = fields.get("architectures") else {
+        return Ok(());
+    };
+    let built = family.architecture();
+    match value.as_array().map(Vec::as_slice) {
+        Some([one]) if one.as_str() == Some(built) => Ok(()),
+        _ => Err(ConfigError::invalid(
+            "architectures",
+            format!(
+                "{value} is not modelled; vramlab builds [{built:?}], the causal language model"
+            ),
+        )),
+    }
+}
+
+impl HfModel {
+    /// `base` with this model, and what must follow it: the base's sequence task needs a row in
+    /// the token table for each of its tokens and its query token, and a position for each of
+    /// its `2 x data.seq_len` tokens (in the attention window too). Where the base's data does
+    /// not fit, `data.vocab` and `data.seq_len` shrink to what does, and a note says so; later
+    /// `--set`s are the user's and are validated as they are. `fallback_name` names the run
+    /// when the file does not (`_name_or_path`).
+    pub fn apply(&self, base: RunConfig, fallback_name: &str) -> (RunConfig, Vec<String>) {
+        let mut config = base;
+        let mut notes = Vec::new();
+        config.model = self.model.clone();
+        config.name = self.name.clone().unwrap_or_else(|| fallback_name.into());
+        if config.data.kind.input_kind() != InputKind::Tokens {
+            // Validation says which data the model takes; nothing here to fit.
+            return (config, notes);
+        }
+        let rows = self.model.vocab;
+        if config.data.vocab + 1 > rows {
+            notes.push(format!(
+                "data.vocab {} -> {}: the model's {rows} tokens (vocab_size) hold the task's \
+                 tokens and its query token",
+                config.data.vocab,
+                rows - 1,
+            ));
+            config.data.vocab = rows - 1;
+        }
+        let (room, field) = self.longest_sequence();
+        if 2 * config.data.seq_len > room {
+            notes.push(format!(
+                "data.seq_len {} -> {}: each sample is 2 x data.seq_len tokens (the sequence \
+                 and its answer), and {field} is {room}",
+                config.data.seq_len,
+                room / 2
+            ));
+            config.data.seq_len = room / 2;
+        }
+        (config, notes)
+    }
+
+    /// What the file says about `config` (the run after its `--set`s) that the model config
+    /// cannot: the attention window (refused when the samples are longer, since vramlab plans
+    /// full attention), dropout, the checkpoint's dtype, rotary scaling.
+    pub fn notes_for(&self, config: &RunConfig) -> Result<Vec<String>, ConfigError> {
+        let mut notes = Vec::new();
+        let tokens = 2 * config.data.seq_len;
+        if let Some(window) = self.sliding_window {
+            if tokens > window {
+                return Err(ConfigError::invalid(
+                    "sliding_window",
+                    format!(
+                        "{window} tokens, fewer than the {tokens} of each sample (2 x \
+                         data.seq_len = {}); vramlab plans full causal attention, not a window: \
+                         --set data.seq_len={} or less",
+                        config.data.seq_len,
+                        window / 2
+                    ),
+                ));
+            }
+            notes.push(format!(
+                "sliding_window = {window}: each sample's {tokens} tokens fit in the window, so \
+                 every token attends to all before it: full causal attention is what is planned"
+            ));
+        }
+        if !self.dropout.is_empty() {
+            let listed: Vec<String> = self
+                .dropout
+                .iter()
+                .map(|(field, p)| format!("{field} = {p}"))
+                .collect();
+            notes.push(format!(
+                "{}: vramlab trains without dropout (PyTorch keeps a mask per dropout for \
+                 backward, which this plan does not count)",
+                listed.join(", ")
+            ));
+        }
+        if let Some(dtype) = &self.torch_dtype {
+            notes.push(format!(
+                "torch_dtype = {dtype} is how the checkpoint is stored; the plan keeps the \
+                 weights in strategies.weight_dtype = {}",
+                config.strategies.weight_dtype.name()
+            ));
+        }
+        if let Some(kind) = &self.rope_scaling {
+            notes.push(format!(
+                "rope_scaling {kind:?} changes the rotary frequencies, not any tensor's size: \
+                 planned with unscaled ones"
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// The longest sample the model takes, and the field that says so.
+    fn longest_sequence(&self) -> (usize, &'static str) {
+        let positions = match self.family {
+            Family::Gpt2 => (self.model.positions, "n_positions"),
+            _ => (self.model.positions, "max_position_embeddings"),
+        };
+        match self.sliding_window {
+            Some(window) if window < positions.0 => (window, "sliding_window"),
+            _ => positions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

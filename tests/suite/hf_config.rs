@@ -1,0 +1,164 @@
+//! Hugging Face config.json files as `--hf-config` reads them: the models vramlab builds from
+//! them have the published parameter counts, by the analytic model and by the model built on
+//! the planning device; and the binary refuses what it does not model, naming the field.
+
+use vramlab::engine::device::planner;
+use vramlab::engine::hf_config;
+use vramlab::engine::memory::predict;
+use vramlab::engine::presets::preset;
+use vramlab::engine::{Purpose, Run, RunConfig};
+
+use super::support::vramlab;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+
+/// The run `vramlab plan --hf-config FILE` starts from: the family's base preset with the
+/// file's model.
+fn from_file(file: &str) -> RunConfig {
+    let text = std::fs::read_to_string(format!("{DIR}/{file}")).unwrap();
+    let hf = hf_config::read(&text).unwrap_or_else(|err| panic!("{file}: {err}"));
+    let (config, _) = hf.apply(preset(hf.family.base_preset()).unwrap(), file);
+    config.validate_for(Purpose::Plan).unwrap();
+    config
+}
+
+#[test]
+fn hf_configs_build_their_published_parameter_counts() {
+    let gpu = planner().expect("the planning device");
+    for (file, published) in [
+        ("gpt2.json", 124_439_808),
+        ("tinyllama-1.1b-chat-v1.0.json", 1_100_048_384),
+        ("llama-2-7b.json", 6_738_415_616),
+        ("mistral-7b-v0.1.json", 7_241_732_096),
+        ("qwen2-0.5b.json", 494_032_768),
+    ] {
+        let config = from_file(file);
+        assert_eq!(
+            predict(&config).param_count,
+            published,
+            "{file}: the estimate"
+        );
+        let run = Run::plan(config, &gpu).expect("the model builds");
+        assert_eq!(
+            run.param_counts().model,
+            published,
+            "{file}: the model built"
+        );
+    }
+}
+
+fn refused(args: &[&str]) -> String {
+    let out = vramlab(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn the_binary_refuses_what_it_does_not_model_naming_the_field() {
+    let dir = std::env::temp_dir().join(format!("vramlab-hf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let llama = std::fs::read_to_string(format!("{DIR}/llama-2-7b.json")).unwrap();
+    let moe = write(
+        "moe.json",
+        llama.replacen('{', "{\n  \"num_local_experts\": 8,", 1),
+    );
+    let err = refused(&["plan", "--hf-config", &moe]);
+    assert!(
+        err.contains("--hf-config")
+            && err.contains("num_local_experts: not a field vramlab models"),
+        "{err}"
+    );
+    let mixtral = write("mixtral.json", llama.replace("\"llama\"", "\"mixtral\""));
+    let err = refused(&["plan", "--hf-config", &mixtral]);
+    assert!(
+        err.contains("model_type: \"mixtral\" is not a family vramlab builds"),
+        "{err}"
+    );
+    let gelu = write("gelu.json", llama.replace("\"silu\"", "\"gelu\""));
+    let err = refused(&["train", "--dry-run", "--hf-config", &gelu]);
+    assert!(
+        err.contains("hidden_act: \"gelu\" is not modelled"),
+        "{err}"
+    );
+    // Mistral-7B's window is 4,096 tokens: 2 x 4,096 do not fit in it.
+    let mistral = format!("{DIR}/mistral-7b-v0.1.json");
+    let err = refused(&[
+        "plan",
+        "--hf-config",
+        &mistral,
+        "--set",
+        "data.seq_len=4096",
+    ]);
+    assert!(err.contains("sliding_window: 4096 tokens"), "{err}");
+    let err = refused(&["plan", "--hf-config", "/nonexistent/config.json"]);
+    assert!(
+        err.contains("--hf-config: /nonexistent/config.json"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_plan_from_an_hf_config_reports_its_model_and_says_what_it_changed() {
+    let file = format!("{DIR}/gpt2.json");
+    let out = vramlab(&[
+        "plan",
+        "--hf-config",
+        &file,
+        "--preset",
+        "sort-gpt",
+        "--set",
+        "batch_size=1",
+        "--set",
+        "eval_batch_size=1",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["params"], 124_439_808);
+    assert_eq!(plan["config"]["model"]["positions"], 1024);
+    assert_eq!(plan["name"], "gpt2");
+    assert!(
+        stderr.contains(
+            "attn_pdrop = 0.1, embd_pdrop = 0.1, resid_pdrop = 0.1: vramlab trains without dropout"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_plan_report_answers_the_fine_tuning_question_on_one_screen() {
+    let out = vramlab(&[
+        "plan",
+        "--preset",
+        "sort-llama",
+        "--set",
+        "strategies.trainable=lora",
+        "--budget",
+        "1GiB",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "parameters          93,056",
+        "LoRA adapters of rank 8 beside the frozen weights",
+        "by category              at the mark    own size    estimate",
+        "  optimizer state",
+        "  whole plan",
+        "kept for backward by one training forward pass",
+        "fits 1.00 GiB",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    assert!(text.lines().count() <= 40, "{text}");
+}
