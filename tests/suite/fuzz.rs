@@ -29,6 +29,8 @@ fn every_parser_takes_generated_input_without_a_panic_or_an_unbounded_allocation
         "url-hash",
         "lessons-link",
         "import-json",
+        "csv",
+        "hf-config",
     ] {
         assert!(names.contains(&name), "{name} missing from:\n{stdout}");
     }

@@ -114,7 +114,7 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Only this parser (repeatable): config-json, set, budget, url-hash, lessons-link,
-    /// import-json.
+    /// import-json, csv, hf-config.
     #[arg(long, value_name = "NAME")]
     pub target: Vec<String>,
     /// Print input INDEX of the run and parse it uncaught: the replay of a failure.

@@ -4,11 +4,13 @@
 //! burn's `RotaryEncoding` turns interleaved pairs instead, and uploads its 2 x 4 sign matrix
 //! from the host at every call: that upload's buffer is freed at a different moment in a real
 //! run than in a plan, so plans stopped matching runs to the byte (32 B at an evaluation's
-//! high-water mark). Here the angles' cosines and sines are made once, on the device, when the
-//! model is built.
+//! high-water mark). Here the angles' cosines and sines are computed on the host (in f64) and
+//! uploaded once, when the model is built: built on the device from `arange`, a table of a
+//! model that was built and dropped without running stayed queued in burn's fusion stream and
+//! held its bytes (1,024 B of sort-llama's) into the next run.
 
 use burn::module::Module;
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Tensor, TensorData};
 
 #[derive(Module, Debug)]
 pub struct Rotary {
@@ -21,23 +23,25 @@ impl Rotary {
     /// Angles `position * theta^(-2i / head_dim)` for `i < head_dim / 2`, over `positions`.
     pub fn new(positions: usize, head_dim: usize, theta: f64, device: &Device) -> Self {
         let half = head_dim / 2;
-        let exponents = Tensor::<1, Int>::arange(0..half as i64, device)
-            .float()
-            .mul_scalar(-2.0 * theta.ln() / head_dim as f64);
-        let frequencies = exponents.exp().reshape([1, half]);
-        let position = Tensor::<1, Int>::arange(0..positions as i64, device)
-            .float()
-            .reshape([positions, 1]);
-        let angles = position.matmul(frequencies);
-        let angles = Tensor::cat(vec![angles.clone(), angles], 1);
+        let mut cos = Vec::with_capacity(positions * head_dim);
+        let mut sin = Vec::with_capacity(positions * head_dim);
+        for position in 0..positions {
+            for i in 0..head_dim {
+                let frequency = theta.powf(-2.0 * (i % half) as f64 / head_dim as f64);
+                let angle = position as f64 * frequency;
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        let table = |values: Vec<f32>| {
+            Tensor::from_data(TensorData::new(values, [positions, head_dim]), device)
+        };
         Self {
-            cos: angles.clone().cos(),
-            sin: angles.sin(),
+            cos: table(cos),
+            sin: table(sin),
         }
     }
 
-    /// # Shapes
-    /// - input and output: `[batch, heads, length, head_dim]`
     pub fn apply(&self, x: Tensor<4>) -> Tensor<4> {
         let [_, _, length, head_dim] = x.dims();
         let dtype = x.dtype();

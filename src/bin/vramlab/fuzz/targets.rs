@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 use vramlab::engine::config::Budget;
+use vramlab::engine::data::table_inputs::{self, Outcome};
+use vramlab::engine::hf_config;
 use vramlab::engine::link::{hash, verdicts};
 use vramlab::engine::overrides::apply_override;
 use vramlab::engine::presets::{PLAN_PRESETS, PRESETS, preset};
@@ -64,6 +66,20 @@ pub const TARGETS: &[Target] = &[
         shape: Shape::Json,
         seeds: timeline_seeds,
         parse: import_json,
+    },
+    Target {
+        name: "csv",
+        reads: "engine::table: parse, label, split, standardise (--data, the page's data card)",
+        shape: Shape::Lines,
+        seeds: table_seeds,
+        parse: csv,
+    },
+    Target {
+        name: "hf-config",
+        reads: "engine::hf_config::read, apply to its family's preset, notes, plan validation",
+        shape: Shape::Json,
+        seeds: hf_seeds,
+        parse: hf_config_json,
     },
 ];
 
@@ -132,6 +148,43 @@ fn import_json(bytes: &[u8]) -> bool {
     };
     let _ = timeline.to_csv();
     true
+}
+
+fn csv(bytes: &[u8]) -> bool {
+    matches!(table_inputs::check(bytes), Outcome::Accepted { .. })
+}
+
+/// A config.json the whole way `--hf-config` takes it: read, applied to its family's preset
+/// (which must then validate for a plan, or be refused by the notes), its notes written.
+fn hf_config_json(bytes: &[u8]) -> bool {
+    let Ok(model) = hf_config::read(&text(bytes)) else {
+        return false;
+    };
+    let Ok(base) = preset(model.family.base_preset()) else {
+        return false;
+    };
+    let (config, _) = model.apply(base, "fuzzed");
+    model.notes_for(&config).is_ok() && config.validate_for(Purpose::Plan).is_ok()
+}
+
+fn table_seeds() -> Vec<Vec<u8>> {
+    vec![
+        include_bytes!("../../../../tests/data/iris.csv").to_vec(),
+        include_bytes!("../../../../tests/data/wine.csv").to_vec(),
+        b"x,y,label\r\n0.5,-1,a\r\n\"1,5\",2,b\r\n".to_vec(),
+    ]
+}
+
+fn hf_seeds() -> Vec<Vec<u8>> {
+    [
+        include_str!("../../../../tests/data/hf/gpt2.json"),
+        include_str!("../../../../tests/data/hf/llama-2-7b.json"),
+        include_str!("../../../../tests/data/hf/mistral-7b-v0.1.json"),
+        include_str!("../../../../tests/data/hf/qwen2-0.5b.json"),
+        include_str!("../../../../tests/data/hf/tinyllama-1.1b-chat-v1.0.json"),
+    ]
+    .map(|s| s.as_bytes().to_vec())
+    .to_vec()
 }
 
 fn config_seeds() -> Vec<Vec<u8>> {

@@ -27,10 +27,6 @@ pub enum Shape {
     /// A short string over a small alphabet (the lessons' verdict letters).
     Letters(&'static str),
     /// Lines of comma-separated fields: quotes, odd line ends, ragged rows, long lines.
-    #[expect(
-        dead_code,
-        reason = "for the CSV reader (issue 31), which has not landed yet"
-    )]
     Lines,
 }
 
