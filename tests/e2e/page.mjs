@@ -306,6 +306,32 @@ const [fusedFirst, fusedLast] = [fusedMean(fusedLosses.slice(0, 3)), fusedMean(f
 check(fusedLosses.length === 10 && fusedLast < fusedFirst,
   `its loss falls (${fusedFirst.toFixed(3)} -> ${fusedLast.toFixed(3)} over ${fusedLosses.length} steps)`);
 
+// 5b. Fine-tuning on WebGPU: the Llama-style preset trained whole, pinned, then with LoRA
+// adapters (rank 4): the runs finish, and the A/B table's categories show gradients and
+// optimizer state shrinking to the adapters' share while the parameters stay.
+await page.goto(`${base}#preset=sort-llama&steps=4&eval_every=0&batch_size=16`);
+await page.reload();
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+check(await trainToEnd('sort-llama, every weight trains, 4 steps at batch 16') === 'finished',
+  'the Llama-style decoder trains on WebGPU');
+await page.mouse.move(0, 0);
+await page.$eval('#pin', (b) => b.click());
+await page.selectOption('select[name="strategies.trainable"]', 'lora');
+await page.fill('input[name="strategies.lora_rank"]', '4');
+await page.dispatchEvent('input[name="strategies.lora_rank"]', 'change');
+check(page.url().includes('strategies.trainable=lora'), 'the URL carries trainable=lora');
+check(await trainToEnd('sort-llama with LoRA rank 4') === 'finished', 'the Llama-style decoder trains LoRA adapters on WebGPU');
+const categoryMiB = async (name) => page.$eval(`#comparison tr[data-category="${name}"]`,
+  (r) => [...r.querySelectorAll('td')].slice(1, 3).map((td) => parseFloat(td.textContent)));
+const [gradA, gradB] = await categoryMiB('gradient');
+const [stateA, stateB] = await categoryMiB('optimizer_state');
+const [paramA, paramB] = await categoryMiB('parameter');
+console.log(`     sort-llama all -> lora r4, at the training high-water: gradient ${gradA} -> ${gradB} MiB, `
+  + `optimizer state ${stateA} -> ${stateB} MiB, parameters ${paramA} -> ${paramB} MiB`);
+check(gradB < 0.3 * gradA && stateB < 0.3 * stateA && paramB >= paramA,
+  'LoRA: gradients and optimizer state shrink on the page, the frozen parameters stay');
+await page.screenshot({ path: path.join(shots, '5b-lora.png'), fullPage: true });
+
 // 5c. The max-batch finder: under a budget, its trials appear as they run, some out of memory,
 // and its answer goes into the batch size field.
 await page.goto(`${base}#preset=circle-tiny&budget=160KiB`);

@@ -4,9 +4,8 @@
 
 use leptos::prelude::*;
 use vramlab::engine::config::{DataKind, InputKind, ModelKind};
-use vramlab::engine::overrides::apply_override;
-use vramlab::engine::presets::{PRESETS, preset};
-use vramlab::engine::strategies::catalog::{self, CATALOG, Entry};
+use vramlab::engine::presets::PRESETS;
+use vramlab::engine::strategies::catalog::{self, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
 use crate::editor::Editor;

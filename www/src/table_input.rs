@@ -11,7 +11,7 @@ use vramlab::engine::presets::use_table;
 use vramlab::engine::table::{SharedTable, Table, limits, parse};
 use wasm_bindgen::JsCast;
 
-use crate::config_panel::Editor;
+use crate::editor::Editor;
 
 /// What the card knows about the table beyond the config: the parsed cells, kept so another
 /// label column can be chosen without reading the file again.
