@@ -86,14 +86,6 @@ fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
     }
 }
 
-/// Hugging Face's `repeat_kv`: each key/value head repeated for its group of query heads.
-fn repeat_heads(t: Tensor<4>, group: usize) -> Tensor<4> {
-    let [batch, heads, length, head_dim] = t.dims();
-    t.unsqueeze_dim::<5>(2)
-        .expand([batch, heads, group, length, head_dim])
-        .reshape([batch, heads * group, length, head_dim])
-}
-
 #[test]
 fn grouped_fused_attention_equals_naive_attention_on_repeated_heads() {
     let (_lock, gpu) = gpu();
@@ -103,29 +95,23 @@ fn grouped_fused_attention_equals_naive_attention_on_repeated_heads() {
     // the seams between a group's heads.
     let (batch, heads, kv_heads, length, head_dim) = (2, 6, 2, 13, 8);
     for causal in [false, true] {
-        let q = random([batch, heads, length, head_dim], &device).require_grad();
-        let k = random([batch, kv_heads, length, head_dim], &device).require_grad();
-        let v = random([batch, kv_heads, length, head_dim], &device).require_grad();
+        let inputs = [
+            random([batch, heads, length, head_dim], &device),
+            random([batch, kv_heads, length, head_dim], &device),
+            random([batch, kv_heads, length, head_dim], &device),
+        ];
         let upstream = random([batch, heads, length, head_dim], &device);
         let group = heads / kv_heads;
-        let grads_of = |out: Tensor<4>| {
-            let grads = (out.clone() * upstream.clone()).sum().backward();
-            let grad = |t: &Tensor<4>| t.grad(&grads).expect("every input is tracked");
-            (out.inner(), [grad(&q), grad(&k), grad(&v)])
-        };
-        let (naive_out, naive_grads) = grads_of(attention::naive(
-            q.clone(),
-            repeat_heads(k.clone(), group),
-            repeat_heads(v.clone(), group),
-            causal,
-        ));
-        let (fused_out, fused_grads) = grads_of(attention::fused_grouped_in_blocks(
-            q.clone(),
-            k.clone(),
-            v.clone(),
-            causal,
-            5,
-        ));
+        let (naive_out, naive_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
+            let (k, v) = (
+                attention::repeat_heads(k, group),
+                attention::repeat_heads(v, group),
+            );
+            attention::naive(q, k, v, causal)
+        });
+        let (fused_out, fused_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
+            attention::fused_grouped_in_blocks(q, k, v, causal, 5)
+        });
         let out_gap = relative_gap(naive_out, fused_out);
         println!("grouped attention (causal {causal}): output gap {out_gap:.2e}");
         assert!(out_gap < 1e-5, "outputs differ by {out_gap}");

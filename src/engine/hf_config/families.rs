@@ -54,7 +54,8 @@ impl Family {
         }
     }
 
-    /// Fields read into the model or checked against what vramlab builds.
+    /// Fields read into the model or checked against what vramlab builds, beside
+    /// [`LLAMA_STYLE`] for the Llama-style families.
     fn modelled(self) -> &'static [&'static str] {
         match self {
             Self::Gpt2 => &[
@@ -69,58 +70,9 @@ impl Family {
                 "reorder_and_upcast_attn",
                 "add_cross_attention",
             ],
-            Self::Llama => &[
-                "hidden_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "num_key_value_heads",
-                "head_dim",
-                "intermediate_size",
-                "vocab_size",
-                "max_position_embeddings",
-                "hidden_act",
-                "tie_word_embeddings",
-                "rope_theta",
-                "rope_scaling",
-                "rms_norm_eps",
-                "attention_bias",
-                "mlp_bias",
-                "pretraining_tp",
-            ],
-            Self::Mistral => &[
-                "hidden_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "num_key_value_heads",
-                "head_dim",
-                "intermediate_size",
-                "vocab_size",
-                "max_position_embeddings",
-                "hidden_act",
-                "tie_word_embeddings",
-                "rope_theta",
-                "rope_scaling",
-                "rms_norm_eps",
-                "sliding_window",
-            ],
-            Self::Qwen2 => &[
-                "hidden_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "num_key_value_heads",
-                "head_dim",
-                "intermediate_size",
-                "vocab_size",
-                "max_position_embeddings",
-                "hidden_act",
-                "tie_word_embeddings",
-                "rope_theta",
-                "rope_scaling",
-                "rms_norm_eps",
-                "sliding_window",
-                "use_sliding_window",
-                "use_mrope",
-            ],
+            Self::Llama => &["attention_bias", "mlp_bias", "pretraining_tp"],
+            Self::Mistral => &["sliding_window"],
+            Self::Qwen2 => &["sliding_window", "use_sliding_window", "use_mrope"],
         }
     }
 
@@ -175,9 +127,31 @@ pub const DROPOUT: &[&str] = &[
     "hidden_dropout",
 ];
 
+/// The fields Llama, Mistral and Qwen2 share: one decoder, read the same way.
+const LLAMA_STYLE: &[&str] = &[
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "hidden_act",
+    "tie_word_embeddings",
+    "rope_theta",
+    "rope_scaling",
+    "rms_norm_eps",
+];
+
 /// Every field vramlab reads in a `family` config, sorted.
 pub fn understood(family: Family) -> Vec<&'static str> {
+    let shared = match family {
+        Family::Gpt2 => &[][..],
+        Family::Llama | Family::Mistral | Family::Qwen2 => LLAMA_STYLE,
+    };
     let mut all: Vec<&str> = std::iter::once("model_type")
+        .chain(shared.iter().copied())
         .chain(family.modelled().iter().copied())
         .chain(family.ignored().iter().copied())
         .chain(NO_MEMORY.iter().copied())

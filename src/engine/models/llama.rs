@@ -193,17 +193,12 @@ impl Llama {
 /// Hugging Face's eager attention for grouped heads: each key/value head repeated for its
 /// group of query heads (`repeat_kv`), scores, the causal mask, softmax, the weighted sum.
 fn naive_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, hook: &mut impl LayerHook) -> Tensor<4> {
-    let [batch, heads, length, head_dim] = q.dims();
-    let kv_heads = k.dims()[1];
-    let repeat = |t: Tensor<4>| {
-        if kv_heads == heads {
-            return t;
-        }
-        t.unsqueeze_dim::<5>(2)
-            .expand([batch, kv_heads, heads / kv_heads, length, head_dim])
-            .reshape([batch, heads, length, head_dim])
-    };
-    let (k, v) = (repeat(k), repeat(v));
+    let head_dim = q.dims()[3];
+    let group = q.dims()[1] / k.dims()[1];
+    let (k, v) = (
+        attention::repeat_heads(k, group),
+        attention::repeat_heads(v, group),
+    );
     let scores = q.matmul(k.transpose()).div_scalar((head_dim as f32).sqrt());
     let scores = attention::mask_future(scores);
     hook.after(Op::Scores);

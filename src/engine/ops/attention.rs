@@ -72,6 +72,18 @@ pub fn fused_grouped_in_blocks(
     fused_in_blocks(folded, k, v, causal, rows).reshape([batch, heads, length, head_dim])
 }
 
+/// Hugging Face's `repeat_kv`: each key/value head repeated for its `group` of query heads,
+/// `[batch, kv_heads, L, d]` to `[batch, kv_heads * group, L, d]`; unchanged for a group of 1.
+pub fn repeat_heads(t: Tensor<4>, group: usize) -> Tensor<4> {
+    if group == 1 {
+        return t;
+    }
+    let [batch, heads, length, head_dim] = t.dims();
+    t.unsqueeze_dim::<5>(2)
+        .expand([batch, heads, group, length, head_dim])
+        .reshape([batch, heads * group, length, head_dim])
+}
+
 /// Fused attention: the same values as [`naive`], keeping only the output and one log-sum-exp
 /// per row for backward. Falls back to [`naive`] on a backend this op is not written for.
 pub fn fused(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
