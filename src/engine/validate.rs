@@ -98,6 +98,29 @@ fn int_in(field: &str, value: usize, (lo, hi): (usize, usize)) -> Check {
     }
 }
 
+/// A size where 0 means "exactly what the data needs", else within `(lo, hi)` and at least
+/// `needed`; `why` says where the floor comes from.
+fn zero_or_enough(
+    field: &str,
+    value: usize,
+    needed: usize,
+    (lo, hi): (usize, usize),
+    why: String,
+) -> Check {
+    if value == 0 {
+        return Ok(());
+    }
+    int_in(field, value, (lo, hi))?;
+    if value < needed {
+        return Err(ConfigError::out_of_range(
+            field,
+            value,
+            format!("{needed}..={hi} ({why})"),
+        ));
+    }
+    Ok(())
+}
+
 fn float_in(field: &str, value: f64, (lo, hi): (f64, f64)) -> Check {
     if value.is_finite() && (lo..=hi).contains(&value) {
         Ok(())
@@ -292,37 +315,28 @@ fn attention_model(config: &RunConfig) -> Check {
         float_in("model.norm_eps", model.norm_eps, limits::NORM_EPS)?;
     }
     let data_tokens = config.data.vocab + 1;
-    if model.vocab != 0 {
-        int_in("model.vocab", model.vocab, limits::MODEL_VOCAB)?;
-        if model.vocab < data_tokens {
-            return Err(ConfigError::out_of_range(
-                "model.vocab",
-                model.vocab,
-                format!(
-                    "{data_tokens}..={} (the data's {} tokens and its query token must have \
-                     rows; 0: exactly those)",
-                    limits::MODEL_VOCAB.1,
-                    config.data.vocab
-                ),
-            ));
-        }
-    }
+    zero_or_enough(
+        "model.vocab",
+        model.vocab,
+        data_tokens,
+        limits::MODEL_VOCAB,
+        format!(
+            "the data's {} tokens and its query token must have rows; 0: exactly those",
+            config.data.vocab
+        ),
+    )?;
     let length = 2 * config.data.seq_len;
-    if model.positions != 0 {
-        int_in("model.positions", model.positions, limits::POSITIONS)?;
-        if model.positions < length {
-            return Err(ConfigError::out_of_range(
-                "model.positions",
-                model.positions,
-                format!(
-                    "{length}..={} (each sample is {length} tokens: data.seq_len = {} and as \
-                     many answers; 0: exactly that)",
-                    limits::POSITIONS.1,
-                    config.data.seq_len
-                ),
-            ));
-        }
-    }
+    zero_or_enough(
+        "model.positions",
+        model.positions,
+        length,
+        limits::POSITIONS,
+        format!(
+            "each sample is {length} tokens: data.seq_len = {} and as many answers; 0: exactly \
+             that",
+            config.data.seq_len
+        ),
+    )?;
     Ok(())
 }
 
