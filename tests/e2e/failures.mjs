@@ -172,7 +172,8 @@ async function trainToEnd(page, label) {
     await page.waitForSelector('#device-lost', { timeout: 30_000 });
     said = await page.textContent('#device-lost');
   } catch { /* checked below */ }
-  console.log(`     destroyed ${devices} device(s); the page says: ${JSON.stringify(said)}`);
+  const instead = said === null && await page.$('#run-error') ? await page.textContent('#run-error') : null;
+  console.log(`     destroyed ${devices} device(s); the page says: ${JSON.stringify(said)}${instead ? ` (its run error: ${JSON.stringify(instead)})` : ''}`);
   check(said !== null && /GPU/.test(said) && /lost/.test(said) && /[Rr]eload/.test(said),
     'after the device is lost the page says so and how to recover');
   check(['stopped'].includes(await status(page)), `the run is stopped, not training (${await status(page)})`);

@@ -203,12 +203,47 @@ fn no_webgpu_message(detail: &str) -> String {
 
 /// Hand control back to the browser (a macrotask, so rendering and input get their turn).
 pub async fn yield_to_browser() {
+    wait_ms(0).await;
+}
+
+/// Resume after `ms` milliseconds of the browser's own work.
+async fn wait_ms(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(window) = web_sys::window() {
-            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
         }
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// How long a failed step waits for the browser to report a lost device before it is shown as
+/// the step's own failure: `DEVICE_PROBES` probes, `DEVICE_PROBE_MS` apart.
+const DEVICE_PROBES: u32 = 20;
+const DEVICE_PROBE_MS: i32 = 100;
+
+/// `err` as the user should read it. A destroyed device fails the step in flight before the
+/// browser resolves the device's `lost` promise, so that first failure reads as a plain device
+/// error; probe the device until it answers (the step's own failure) or says it is lost.
+async fn device_lost_or(err: EngineError) -> EngineError {
+    let EngineError::Device { phase, .. } = &err else {
+        return err;
+    };
+    let phase = phase.clone();
+    let Ok(gpu) = vramlab::engine::acquire().await else {
+        return err;
+    };
+    for _ in 0..DEVICE_PROBES {
+        wait_ms(DEVICE_PROBE_MS).await;
+        match vramlab::engine::device::probe(&gpu.device).await {
+            Ok(()) => return err,
+            // Named for the phase that met the loss, not for the probe.
+            Err(EngineError::DeviceLost { reason, .. }) => {
+                return EngineError::DeviceLost { phase, reason };
+            }
+            Err(_) => {}
+        }
+    }
+    err
 }
 
 impl Session {
@@ -284,7 +319,13 @@ impl Session {
                     live.prediction.set(Some(run.prediction().clone()));
                     self.run.set_value(Some(run));
                 }
-                Err(err) => return live.stop(&err, err.to_string()),
+                Err(err) => {
+                    let err = device_lost_or(err).await;
+                    if self.current(generation) {
+                        live.stop(&err, err.to_string());
+                    }
+                    return;
+                }
             }
             live.status.set(Status::Running);
             live.started_ms.set(Some(now_ms()));
@@ -445,6 +486,10 @@ impl Session {
                 // The run is dropped with its tensors; the device stays usable for the next one.
                 // The charts keep what the failed step recorded.
                 self.redraw(&run);
+                let err = device_lost_or(err).await;
+                if !self.current(generation) {
+                    return false;
+                }
                 let message = match &err {
                     EngineError::OutOfMemory(oom) => {
                         live.failed.set(Some(run.failed_step()));
@@ -467,7 +512,12 @@ impl Session {
                     live.timeline.set(Some(timeline));
                     live.status.set(Status::Finished);
                 }
-                Err(err) => live.stop(&err, err.to_string()),
+                Err(err) => {
+                    let err = device_lost_or(err).await;
+                    if self.current(generation) {
+                        live.stop(&err, err.to_string());
+                    }
+                }
             }
             return false;
         }

@@ -163,3 +163,16 @@ pub fn cube_client(device: &Device) -> Option<Client> {
     }
     client(device.as_dispatch())
 }
+
+/// Whether `device` still answers: one four-byte readback. A device wgpu has reported lost
+/// answers [`EngineError::DeviceLost`]. In the browser that report (the device's `lost`
+/// promise) can land after the first failures it causes, which then read as a plain
+/// [`EngineError::Device`] (a staging buffer that could not be mapped); probing once the
+/// browser has had its turn tells a lost device from a failed step.
+pub async fn probe(device: &Device) -> Result<(), EngineError> {
+    burn::tensor::Tensor::<1>::zeros([1], device)
+        .into_data_async()
+        .await
+        .map(|_| ())
+        .map_err(|err| EngineError::from_execution("device probe", err))
+}
