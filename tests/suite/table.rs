@@ -447,7 +447,7 @@ fn iris_trains_on_the_gpu_and_the_summary_names_its_classes_and_scales() {
 
 #[test]
 fn generated_tables_and_bytes_never_panic_the_reader() {
-    // A short run of `vramlab fuzz-csv` (which runs 100,000 and more).
+    // A short run of the generator behind `vramlab fuzz --target csv` (which runs a million).
     let mut inputs = Inputs::new(&[IRIS, WINE], 7);
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..2_000 {

@@ -52,22 +52,9 @@ pub enum Command {
     /// know their shape) and count, per parser, inputs, panics and parses that held more
     /// memory than a bound in their input's size. Exits 1 on any.
     Fuzz(FuzzArgs),
-    /// The CSV reader on generated input: random bytes and iris and wine broken the ways files
-    /// break, each parsed, labelled, split and standardised; counts and any panic.
-    FuzzCsv(FuzzCsvArgs),
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct FuzzCsvArgs {
-    /// How many inputs to generate.
-    #[arg(long, default_value_t = 100_000)]
-    pub inputs: usize,
-    /// The generator's seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
 }
 
 #[derive(Args, Debug, Default)]

@@ -10,7 +10,6 @@ mod exit;
 mod files;
 mod find_batch;
 mod fuzz;
-mod fuzz_csv;
 mod plan;
 mod progress;
 mod report;
@@ -55,7 +54,6 @@ fn main() -> ExitCode {
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args),
         Some(Command::Soak(args)) => soak::run(&args),
-        Some(Command::FuzzCsv(args)) => fuzz_csv::run(args.inputs, args.seed),
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {

@@ -1,8 +1,9 @@
 //! Generated input for the CSV reader: random bytes, and real tables broken the ways files
 //! break (cells dropped, duplicated, swapped; quotes opened and doubled; a BOM, CRLF, NUL,
 //! invalid UTF-8; numbers past f32 and f64; ragged rows; headers lost or repeated; one class;
-//! files cut short). `vramlab fuzz-csv` runs them through every stage a file goes through;
-//! `tests/suite/table.rs` runs a short batch.
+//! files cut short). The `csv` target of `vramlab fuzz` draws its table-shaped inputs from
+//! [`mutated`] and takes each through [`check`], every stage a file goes through;
+//! `tests/suite/table.rs` runs a short batch of [`Inputs`].
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -49,6 +50,7 @@ impl Inputs {
         }
     }
 
+    /// One input: random bytes or a mutated table, and which.
     pub fn next_input(&mut self) -> (Origin, Vec<u8>) {
         if self.rng.random_bool(0.2) || self.tables.is_empty() {
             (Origin::RandomBytes, self.random_bytes())
@@ -332,6 +334,13 @@ impl Inputs {
             _ => {}
         }
     }
+}
+
+/// `table` (a CSV file with a header) broken as files break: a few of its rows, none to three
+/// cell-level mutations, then perhaps one at the byte level. The same `seed` gives the same
+/// bytes, so a fuzz run can replay one input by its index.
+pub fn mutated(table: &[u8], seed: u64) -> Vec<u8> {
+    Inputs::new(&[table], seed).mutated_table()
 }
 
 /// What became of one input.

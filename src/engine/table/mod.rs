@@ -5,7 +5,7 @@
 //! Every refusal is a [`CsvError`] naming the line and, where there is one, the column (1-based,
 //! as a spreadsheet numbers them) and what was expected there. The reader is a pure function of
 //! its bytes and allocates at most a few times their size: the generated-input harness
-//! (`vramlab fuzz-csv`, `engine::data::table_inputs`) feeds it arbitrary bytes.
+//! (`vramlab fuzz --target csv`, `engine::data::table_inputs`) feeds it arbitrary bytes.
 
 mod label;
 mod read;

@@ -8,6 +8,7 @@ mod text;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{RngExt, SeedableRng};
+use vramlab::engine::data::table_inputs;
 
 /// The longest input: four times the large ones (1 MiB), so an edit can still grow them.
 const MAX_INPUT: usize = 4 << 20;
@@ -26,7 +27,8 @@ pub enum Shape {
     Hash,
     /// A short string over a small alphabet (the lessons' verdict letters).
     Letters(&'static str),
-    /// Lines of comma-separated fields: quotes, odd line ends, ragged rows, long lines.
+    /// A CSV table, broken by `engine::data::table_inputs::mutated` (cells dropped, duplicated
+    /// and swapped, quotes, strange numbers, ragged rows, a BOM, NUL, lone CRs, files cut short).
     Lines,
 }
 
@@ -77,7 +79,9 @@ impl Generator<'_> {
                 Shape::Size => text::size(rng),
                 Shape::Hash => text::hash(rng, self.seeds),
                 Shape::Letters(alphabet) => text::letters(rng, alphabet, &out),
-                Shape::Lines => text::lines(rng, &out),
+                // The table generator makes its own rounds of edits, and keeps the bytes
+                // (invalid UTF-8 included) that a round through `String` would replace.
+                Shape::Lines => return table_inputs::mutated(base, rng.random()),
             };
         }
         out.into_bytes()

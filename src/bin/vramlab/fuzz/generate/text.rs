@@ -219,69 +219,6 @@ pub fn letters(rng: &mut StdRng, alphabet: &str, base: &str) -> String {
     chars.into_iter().collect()
 }
 
-/// One edit of comma-separated lines: a line doubled, dropped or swapped, a field added,
-/// removed, quoted or made odd, the line ends changed, a byte-order mark, a long line.
-pub fn lines(rng: &mut StdRng, base: &str) -> String {
-    let mut rows: Vec<Vec<String>> = base
-        .lines()
-        .map(|line| line.split(',').map(str::to_string).collect())
-        .collect();
-    if rows.is_empty() {
-        rows.push(vec![String::new()]);
-    }
-    let r = rng.random_range(0..rows.len());
-    let f = rng
-        .random_range(0..rows[r].len().max(1))
-        .min(rows[r].len().saturating_sub(1));
-    let mut end = "\n";
-    let mut bom = "";
-    match rng.random_range(0..10) {
-        0 => {
-            let row = rows[r].clone();
-            rows.insert(r, row);
-        }
-        1 => {
-            rows.remove(r);
-        }
-        2 => {
-            let other = rng.random_range(0..rows.len());
-            rows.swap(r, other);
-        }
-        3 => rows[r].insert(f, pick(rng, RAW_NUMBERS).to_string()),
-        4 => {
-            if !rows[r].is_empty() {
-                rows[r].remove(f);
-            }
-        }
-        5 => {
-            if let Some(field) = rows[r].get_mut(f) {
-                *field = match rng.random_range(0..3) {
-                    0 => format!("\"{field}\""),
-                    1 => format!("\"{field}"),
-                    _ => format!("\"a,\"\"b\"\"\n{field}\""),
-                };
-            }
-        }
-        6 => {
-            if let Some(field) = rows[r].get_mut(f) {
-                *field = pick(
-                    rng,
-                    &["", "nan", "NaN", "inf", "-", " 1", "1 ", "é", "\0", "1e999"],
-                )
-                .to_string();
-            }
-        }
-        7 => end = pick(rng, &["\r\n", "\r", "\n\n", ""]),
-        8 => bom = "\u{FEFF}",
-        _ => {
-            let n = rng.random_range(1..2000);
-            rows[r].extend(std::iter::repeat_n("1".to_string(), n));
-        }
-    }
-    let body: Vec<String> = rows.iter().map(|row| row.join(",")).collect();
-    format!("{bom}{}", body.join(end))
-}
-
 pub fn big_assignment(rng: &mut StdRng, size: usize) -> String {
     match rng.random_range(0..4) {
         0 => format!("model.hidden=[{}1]", "1,".repeat(size / 2)),
