@@ -28,6 +28,9 @@ const check = (ok, what) => {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
   if (!ok) failures += 1;
 };
+/** The check each scenario ends with: nothing thrown on the page (beyond what it expects). */
+const checkNoPageErrors = (errors, what = 'no page errors') =>
+  check(errors.length === 0, `${what}${errors.length ? ': ' + errors.join(' | ') : ''}`);
 
 // A run long enough to be interrupted: small, so a step takes milliseconds once compiled.
 const LONG = '#preset=spiral-mlp&steps=400&eval_every=0&batch_size=64&model.hidden=[32,32]';
@@ -95,7 +98,7 @@ async function trainToEnd(page, label) {
   await setField(page, 'steps', '12');
   check(await trainToEnd(page, 'a run after two resets') === 'finished' && await stepsShown(page) === 12,
     `Start after the resets trains a fresh run of its own 12 steps (${await stepsShown(page)})`);
-  check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+  checkNoPageErrors(errors);
   await context.close();
 }
 
@@ -115,7 +118,7 @@ async function trainToEnd(page, label) {
   await setField(page, 'steps', '5');
   check(await trainToEnd(page, 'a run after the import') === 'finished' && await stepsShown(page) === 5,
     'Start after the import trains a new run');
-  check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+  checkNoPageErrors(errors);
   await context.close();
 }
 
@@ -141,7 +144,7 @@ async function trainToEnd(page, label) {
   await setField(page, 'steps', '5');
   check(await trainToEnd(page, 'circle-tiny after the switches') === 'finished' && await stepsShown(page) === 5,
     'Start then trains the last preset');
-  check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+  checkNoPageErrors(errors);
   await context.close();
 }
 
@@ -156,7 +159,7 @@ async function trainToEnd(page, label) {
   await setField(page, 'budget', '');
   check(await trainToEnd(page, 'the same run without a budget') === 'finished' && await page.$('#run-error') === null,
     'the next run, without the budget, trains to the end');
-  check(errors.length === 0, `no page errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+  checkNoPageErrors(errors);
   await context.close();
 }
 
@@ -182,7 +185,7 @@ async function trainToEnd(page, label) {
   check(page.url().includes('steps=4'), 'the page still takes edits');
   await page.screenshot({ path: path.join(shots, 'device-lost.png') });
   const deviceErrors = errors.filter((e) => !/lost|destroyed/i.test(e));
-  check(deviceErrors.length === 0, `no page errors but the loss itself${deviceErrors.length ? ': ' + deviceErrors.join(' | ') : ''}`);
+  checkNoPageErrors(deviceErrors, 'no page errors but the loss itself');
   await Promise.all([page.waitForNavigation(), click(page, '#reload')]);
   await page.waitForSelector('#shader-f16', { timeout: 120_000 });
   check(await trainToEnd(page, 'after reloading') === 'finished' && await stepsShown(page) === 4,

@@ -74,8 +74,14 @@ pub fn parse(hash: &str) -> FromUrl {
     }
 }
 
-/// Leaf fields of `value` as `path=json` pairs.
-fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
+/// Leaf fields of `value` as `path` and JSON value pairs, paths dotted as `--set` names them.
+pub fn leaves(value: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    leaves_under("", value, &mut out);
+    out
+}
+
+fn leaves_under(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
     match value {
         Value::Object(map) => {
             for (key, inner) in map {
@@ -84,7 +90,7 @@ fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
                 } else {
                     format!("{prefix}.{key}")
                 };
-                leaves(&path, inner, out);
+                leaves_under(&path, inner, out);
             }
         }
         _ => out.push((prefix.to_string(), value.clone())),
@@ -94,27 +100,20 @@ fn leaves(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
 /// Every field of `config` that differs from the preset `preset_name`, as `path` and value text.
 fn differences(preset_name: &str, config: &RunConfig) -> Vec<(String, String)> {
     let base = preset(preset_name).unwrap_or_else(|_| RunConfig::default());
-    let (mut now, mut was) = (Vec::new(), Vec::new());
-    leaves(
-        "",
-        &serde_json::to_value(config).unwrap_or_default(),
-        &mut now,
-    );
-    leaves(
-        "",
-        &serde_json::to_value(&base).unwrap_or_default(),
-        &mut was,
-    );
+    let now = leaves(&serde_json::to_value(config).unwrap_or_default());
+    let was = leaves(&serde_json::to_value(&base).unwrap_or_default());
     now.into_iter()
         .filter(|(path, value)| !was.iter().any(|(p, v)| p == path && v == value))
-        .map(|(path, value)| {
-            let text = match value {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            (path, text)
-        })
+        .map(|(path, value)| (path, value_text(&value)))
         .collect()
+}
+
+/// A leaf's value as `--set` and the hash take it: strings unquoted, the rest as JSON.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The hash for `config`: its preset and every field that differs from the preset.

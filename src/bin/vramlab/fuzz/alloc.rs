@@ -46,31 +46,29 @@ fn allowed(size: usize) -> bool {
     false
 }
 
+/// A new block of `layout` from `allocate`, refused past the bound and counted once given.
+fn counted(layout: Layout, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
+    if !allowed(layout.size()) {
+        return std::ptr::null_mut();
+    }
+    let ptr = allocate();
+    if !ptr.is_null() {
+        note(layout.size() as isize);
+    }
+    ptr
+}
+
 // SAFETY: every call goes to `System` with the caller's layout and pointer unchanged; the
 // counters only add and compare.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !allowed(layout.size()) {
-            return std::ptr::null_mut();
-        }
         // SAFETY: forwarded as received.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            note(layout.size() as isize);
-        }
-        ptr
+        counted(layout, || unsafe { System.alloc(layout) })
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !allowed(layout.size()) {
-            return std::ptr::null_mut();
-        }
         // SAFETY: forwarded as received.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            note(layout.size() as isize);
-        }
-        ptr
+        counted(layout, || unsafe { System.alloc_zeroed(layout) })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {

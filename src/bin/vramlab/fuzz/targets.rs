@@ -3,7 +3,6 @@
 //! returns whether it accepted its input; it must never panic, and where a round trip is
 //! cheap it asserts one (a failed assertion counts as a panic).
 
-use serde_json::Value;
 use vramlab::engine::config::Budget;
 use vramlab::engine::data::table_inputs::{self, Outcome};
 use vramlab::engine::hf_config;
@@ -199,32 +198,16 @@ fn config_seeds() -> Vec<Vec<u8>> {
     seeds
 }
 
-/// Every leaf field of `value` as `path=value`, strings unquoted as the CLI takes them.
-fn leaves(prefix: &str, value: &Value, out: &mut Vec<Vec<u8>>) {
-    match value {
-        Value::Object(map) => {
-            for (key, inner) in map {
-                let path = if prefix.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                leaves(&path, inner, out);
-            }
-        }
-        Value::String(text) => out.push(format!("{prefix}={text}").into_bytes()),
-        other => out.push(format!("{prefix}={other}").into_bytes()),
-    }
-}
-
 fn assignment_seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
     for p in PRESETS {
         if let Ok(config) = preset(p.name) {
-            leaves(
-                "",
-                &serde_json::to_value(config).unwrap_or_default(),
-                &mut seeds,
+            // Every leaf field as `path=value`, as the CLI takes it.
+            let json = serde_json::to_value(config).unwrap_or_default();
+            seeds.extend(
+                hash::leaves(&json).iter().map(|(path, value)| {
+                    format!("{path}={}", hash::value_text(value)).into_bytes()
+                }),
             );
         }
     }
