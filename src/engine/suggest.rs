@@ -59,7 +59,11 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     if strategies.cross_entropy == OpPath::Naive {
         changes.push(("strategies.cross_entropy", "fused".into()));
     }
-    if strategies.checkpointing == Checkpointing::None {
+    // A transformer's blocks are recomputed whole, as PyTorch users checkpoint them; burn's
+    // op-level policy is the one that applies to the other families.
+    if attends && strategies.checkpointing != Checkpointing::Layers {
+        changes.push(("strategies.checkpointing", "layers".into()));
+    } else if !attends && strategies.checkpointing == Checkpointing::None {
         changes.push(("strategies.checkpointing", "balanced".into()));
     }
     if strategies.mixed_precision == MixedPrecision::Off && shader_f16 {

@@ -226,6 +226,7 @@ fn the_naive_block_is_burns_transformer_encoder_op_for_op() {
                 ff: 32,
                 decoder,
                 attention,
+                recompute: false,
             };
             let model = Transformer::new(vocab as usize, length, &size, vocab as usize, &device);
             let ours = model.forward(tokens.clone(), &mut Plain);

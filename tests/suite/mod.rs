@@ -1,5 +1,6 @@
 mod budget;
 mod categories;
+mod checkpointing;
 mod cli;
 mod config_errors;
 mod finder;

@@ -154,6 +154,32 @@ fn fused_attention_and_loss_plan_exactly() {
     }
 }
 
+#[test]
+fn layer_checkpointing_plans_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    for (preset, sets) in [
+        ("sort-llama", &["strategies.checkpointing=layers"][..]),
+        (
+            "sort-llama",
+            &[
+                "strategies.checkpointing=layers",
+                "strategies.trainable=lora",
+                "strategies.attention=fused",
+            ][..],
+        ),
+        ("sort-gpt", &["strategies.checkpointing=layers"][..]),
+    ] {
+        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset, sets, 64);
+        println!(
+            "{preset} b64 {sets:?}: {} readings differ; reserved within {reserved_gap} B",
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{preset} {sets:?}: {differ:#?}");
+        assert!(reserved_gap <= page, "{preset}: reserved {reserved_gap} B apart");
+    }
+}
+
 /// `vramlab plan --json`, parsed.
 fn plan_cli(args: &[&str]) -> Plan {
     let mut all = vec!["plan", "--json"];

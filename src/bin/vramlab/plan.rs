@@ -2,7 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
-    Checkpointing, InputKind, MixedPrecision, ModelKind, Trainable, WeightDtype,
+    InputKind, MixedPrecision, ModelKind, Trainable, WeightDtype,
 };
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
@@ -104,10 +104,7 @@ fn print_header(plan: &Plan) {
         config.batch_size,
         config.optimizer.name(),
         s.cross_entropy.name(),
-        match s.checkpointing {
-            Checkpointing::None => "none",
-            Checkpointing::Balanced => "balanced",
-        }
+        s.checkpointing.name()
     );
     println!(
         "  dry run: {PLAN_STEPS} training steps and one evaluation batch of {}, kernels compiled \

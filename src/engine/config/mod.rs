@@ -628,8 +628,23 @@ pub enum EvalMode {
 #[serde(rename_all = "snake_case")]
 pub enum Checkpointing {
     None,
-    /// burn's balanced strategy: memory-bound ops are recomputed in backward.
+    /// burn's balanced strategy, an op-level policy: memory-bound ops (element-wise maths,
+    /// activations) are recomputed in backward and every matmul's output is kept.
     Balanced,
+    /// Per-layer recompute, as PyTorch's `torch.utils.checkpoint` around each block and Hugging
+    /// Face's gradient checkpointing: forward keeps each block's input, backward recomputes one
+    /// block at a time (`ops::recompute`). Transformer and llama families.
+    Layers,
+}
+
+impl Checkpointing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Balanced => "balanced",
+            Self::Layers => "layers",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -53,6 +53,14 @@ pub struct LayerEstimate {
     /// what its own weights' gradients need, without what only its input's gradient would.
     #[serde(default)]
     pub frozen_body_bytes: u64,
+    /// A transformer or llama block: with `checkpointing = layers` it keeps only its input and
+    /// makes `recomputed_bytes` again in backward.
+    #[serde(default)]
+    pub block: bool,
+    /// With `checkpointing = layers`: what the block's recomputation keeps while its backward
+    /// runs (the activations it would have kept without checkpointing).
+    #[serde(default)]
+    pub recomputed_bytes: u64,
 }
 
 impl LayerEstimate {
@@ -69,6 +77,16 @@ impl LayerEstimate {
             adapted: Vec::new(),
             head: false,
             frozen_body_bytes: 0,
+            block: false,
+            recomputed_bytes: 0,
+        }
+    }
+
+    /// One block of a transformer or llama (what per-layer checkpointing recomputes).
+    fn in_block(self) -> Self {
+        Self {
+            block: true,
+            ..self
         }
     }
 
@@ -182,6 +200,15 @@ fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
         ModelKind::Transformer => transformer_layers(config, classes, b),
         ModelKind::Llama => llama_layers(config, b),
     };
+    if config.strategies.checkpointing == Checkpointing::Layers {
+        // Each block keeps its input, `[b, tokens, width]`, and backward makes its activations
+        // again, one block at a time.
+        let input = b * width as u64 * config.model.width as u64 * F32;
+        for layer in layers.iter_mut().filter(|l| l.block) {
+            layer.recomputed_bytes = layer.activation_bytes;
+            layer.activation_bytes = input;
+        }
+    }
     if config.strategies.training_precision() != MixedPrecision::Off {
         // Everything before the head is computed and kept in f16; the head's logits are cast
         // to f32 for the loss, so its share stays as it is.
@@ -189,6 +216,7 @@ fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
         for layer in &mut layers[..head] {
             layer.activation_bytes /= 2;
             layer.output_bytes /= 2;
+            layer.recomputed_bytes /= 2;
         }
     }
     layers
@@ -199,7 +227,8 @@ fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
 /// in backward.
 fn kept_per_activated_layer(config: &RunConfig) -> u64 {
     match config.strategies.checkpointing {
-        Checkpointing::None => 2,
+        // `layers` is refused for the models with such layers (no blocks to recompute).
+        Checkpointing::None | Checkpointing::Layers => 2,
         Checkpointing::Balanced => 1,
     }
 }
@@ -230,7 +259,17 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         }
     }
     let mut activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
-    activations += trained.low_rank_per_sample * micro * F32;
+    // LoRA's `x A` of every adapted matrix; with per-layer checkpointing only the block being
+    // recomputed holds its own.
+    let low_rank = trained.low_rank_per_sample * micro * F32;
+    let blocks = layers.iter().filter(|l| l.block).count().max(1) as u64;
+    let recomputed_low_rank = match config.strategies.checkpointing {
+        Checkpointing::Layers => low_rank / blocks,
+        _ => {
+            activations += low_rank;
+            0
+        }
+    };
     if precision == MixedPrecision::F16 {
         // The f16 copy of the weights each forward pass computes with, kept for backward.
         activations += param_count * 2;
@@ -300,10 +339,15 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         // The logits' gradient is written over the saved logits.
         OpPath::Fused => 0,
     };
+    // With per-layer checkpointing backward holds one block's recomputed activations at a
+    // time beside the others' inputs.
+    let recomputed = layers.iter().map(|l| l.recomputed_bytes).max().unwrap_or(0) + recomputed_low_rank;
     let working_set = if trained.head_only {
         0
     } else {
-        backward_working_set(config, micro) + trained.branch_gradient(config, &layers, micro)
+        backward_working_set(config, micro)
+            + trained.branch_gradient(config, &layers, micro)
+            + recomputed
     };
     // Backward frees each layer's activations as it makes that layer's gradients: it starts with
     // every activation and the output layer's gradients, and ends with every gradient. When the
@@ -707,7 +751,8 @@ fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEs
                 tensors,
                 (b * length * (per_token + lse) + b * scores) * F32,
             )
-            .adapting_all(),
+            .adapting_all()
+            .in_block(),
         );
     }
     if decoder {
@@ -796,7 +841,8 @@ fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
                     .iter()
                     .map(|&(i, o)| [i as u64, o as u64])
                     .collect(),
-            ),
+            )
+            .in_block(),
         );
     }
     let mut head_tensors = vec![vec![d]];

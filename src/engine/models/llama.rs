@@ -18,10 +18,11 @@ use burn::tensor::activation::{silu, softmax};
 use burn::tensor::{Device, Int, Tensor};
 
 use super::dense::{Parts, dense, matrices_of, params_of};
-use super::hook::{LayerHook, Op};
+use super::hook::{LayerHook, Op, Plain};
 use super::rotary::Rotary;
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
+use crate::engine::ops::recompute::{self, Recomputable};
 
 /// The sizes a Llama-style decoder is built from (a Hugging Face config's fields, renamed).
 #[derive(Clone, Debug)]
@@ -40,6 +41,8 @@ pub struct LlamaSize {
     pub rope_theta: f64,
     pub norm_eps: f64,
     pub attention: OpPath,
+    /// Recompute each block in backward (`strategies.checkpointing = layers`).
+    pub recompute: bool,
 }
 
 #[derive(Module, Debug)]
@@ -56,6 +59,9 @@ pub struct Llama {
     kv_heads: usize,
     #[module(skip)]
     attention: OpPath,
+    /// `strategies.checkpointing = layers`: each block is one recomputed node.
+    #[module(skip)]
+    recompute: bool,
 }
 
 #[derive(Module, Debug)]
@@ -113,6 +119,7 @@ impl Llama {
             heads: size.heads,
             kv_heads: size.kv_heads,
             attention: size.attention,
+            recompute: size.recompute,
         }
     }
 
@@ -136,7 +143,14 @@ impl Llama {
         let mut x = self.tokens.forward(tokens);
         hook.after(Op::Embedding);
         for block in &self.blocks {
-            x = self.block(block, x, hook);
+            x = match self.recompute {
+                true => {
+                    let x = recompute::checkpointed(&self.layer(block), x);
+                    hook.after(Op::Residual);
+                    x
+                }
+                false => self.layer(block).run(x, hook),
+            };
         }
         let x = self.final_norm.forward(x);
         hook.after(Op::LayerNorm);
@@ -155,7 +169,41 @@ impl Llama {
         logits
     }
 
-    fn block(&self, block: &Block, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+    /// One block with what it shares with the others (the rotary tables, the head counts).
+    fn layer(&self, block: &Block) -> Layer {
+        Layer {
+            block: block.clone(),
+            rope: self.rope.clone(),
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            attention: self.attention,
+        }
+    }
+}
+
+/// One decoder block and what it reads besides its own weights: the unit per-layer
+/// checkpointing recomputes.
+#[derive(Module, Debug)]
+struct Layer {
+    block: Block,
+    rope: Rotary,
+    #[module(skip)]
+    heads: usize,
+    #[module(skip)]
+    kv_heads: usize,
+    #[module(skip)]
+    attention: OpPath,
+}
+
+impl Recomputable for Layer {
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.run(x, &mut Plain)
+    }
+}
+
+impl Layer {
+    fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let block = &self.block;
         let [batch, length, width] = x.dims();
         let normed = block.attention_norm.forward(x.clone());
         hook.after(Op::LayerNorm);

@@ -21,7 +21,7 @@ pub use mlp::Mlp;
 pub use recurrent::Recurrent;
 pub use transformer::{Transformer, TransformerSize};
 
-use super::config::{Activation, ModelKind, RunConfig};
+use super::config::{Activation, Checkpointing, ModelKind, RunConfig};
 use super::data::{BatchInputs, Dataset};
 
 /// Side of the CNN's input images and of its feature map after pooling.
@@ -102,6 +102,7 @@ impl Model {
                     ff: model.ff,
                     decoder: model.decoder,
                     attention: config.strategies.attention,
+                    recompute: config.strategies.checkpointing == Checkpointing::Layers,
                 },
                 data.classes,
                 device,
@@ -120,6 +121,7 @@ impl Model {
                     rope_theta: model.rope_theta,
                     norm_eps: model.norm_eps,
                     attention: config.strategies.attention,
+                    recompute: config.strategies.checkpointing == Checkpointing::Layers,
                 },
                 device,
             )),

@@ -23,9 +23,10 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::dense::{Parts, dense, matrices_of, params_of};
-use super::hook::{LayerHook, Op};
+use super::hook::{LayerHook, Op, Plain};
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
+use crate::engine::ops::recompute::{self, Recomputable};
 
 #[derive(Module, Debug)]
 pub struct Transformer {
@@ -40,6 +41,9 @@ pub struct Transformer {
     causal: bool,
     #[module(skip)]
     attention: OpPath,
+    /// `strategies.checkpointing = layers`: each block is one recomputed node.
+    #[module(skip)]
+    recompute: bool,
 }
 
 pub struct TransformerSize {
@@ -50,6 +54,8 @@ pub struct TransformerSize {
     /// GPT-2's decoder instead of the encoder.
     pub decoder: bool,
     pub attention: OpPath,
+    /// Recompute each block in backward (`strategies.checkpointing = layers`).
+    pub recompute: bool,
 }
 
 impl Transformer {
@@ -88,6 +94,7 @@ impl Transformer {
                 .then(|| LinearConfig::new(size.width, classes).init(device)),
             causal: size.decoder,
             attention: size.attention,
+            recompute: size.recompute,
         }
     }
 
@@ -140,7 +147,20 @@ impl Transformer {
         let mask = (self.causal && self.attention == OpPath::Naive)
             .then(|| generate_autoregressive_mask(batch, length, &device));
         for layer in &self.encoder.layers {
-            x = self.block(layer, x, mask.as_ref(), hook);
+            let layer = Layer {
+                layer: layer.clone(),
+                mask: mask.clone(),
+                causal: self.causal,
+                attention: self.attention,
+            };
+            x = match self.recompute {
+                true => {
+                    let x = recompute::checkpointed(&layer, x);
+                    hook.after(Op::Residual);
+                    x
+                }
+                false => layer.run(x, hook),
+            };
         }
         let logits = self.head(x, hook);
         hook.after(Op::Logits);
@@ -176,15 +196,31 @@ impl Transformer {
             .matmul(table.transpose())
             .reshape([batch, length, vocab])
     }
+}
 
+/// One encoder layer and what it reads besides its own weights (the mask): the unit per-layer
+/// checkpointing recomputes.
+#[derive(Module, Debug)]
+struct Layer {
+    layer: TransformerEncoderLayer,
+    mask: Option<Tensor<3, Bool>>,
+    #[module(skip)]
+    causal: bool,
+    #[module(skip)]
+    attention: OpPath,
+}
+
+impl Recomputable for Layer {
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.run(x, &mut Plain)
+    }
+}
+
+impl Layer {
     /// burn's `TransformerEncoderLayer::forward` (no dropout), op by op.
-    fn block(
-        &self,
-        layer: &TransformerEncoderLayer,
-        x: Tensor<3>,
-        mask: Option<&Tensor<3, Bool>>,
-        hook: &mut impl LayerHook,
-    ) -> Tensor<3> {
+    fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let layer = &self.layer;
+        let mask = self.mask.as_ref();
         let attention_input = if layer.norm_first {
             let normed = layer.norm_2.forward(x.clone());
             hook.after(Op::LayerNorm);

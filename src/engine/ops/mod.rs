@@ -6,3 +6,4 @@
 pub mod attention;
 mod bridge;
 pub mod cross_entropy;
+pub mod recompute;

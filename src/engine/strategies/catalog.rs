@@ -139,6 +139,12 @@ const WIDE_VOCAB: Base = Base {
 /// Steps of a transformer lesson's runs: each is a few seconds on a software GPU.
 const TRANSFORMER_STEPS: usize = 6;
 
+/// A llama deep enough that one block's activations are a small share of all of them.
+const DEEP_LLAMA: Base = Base {
+    preset: "sort-llama",
+    sets: &["model.layers=6", "data.seq_len=32", "batch_size=32", "eval_batch_size=64"],
+};
+
 /// One folklore claim and the two runs that test it.
 #[derive(Debug)]
 pub struct Claim {
@@ -299,13 +305,26 @@ pub const CATALOG: &[Entry] = &[
              layer's inputs. Without one, each layer's input is freed as soon as its output \
              exists."),
     ]),
-    entry("strategies.checkpointing", "gradient checkpointing", &["none", "balanced"],
-        "balanced: recompute cheap activations in backward instead of keeping them", &[
+    entry("strategies.checkpointing", "gradient checkpointing", &["none", "balanced", "layers"],
+        "balanced: burn's op-level policy, recompute cheap activations in backward; layers: keep \
+         each block's input and recompute one block at a time (PyTorch's per-block checkpoint)", &[
         claim("checkpointing trades time for activation memory", &SPIRAL,
             &[], &["strategies.checkpointing=balanced"], PeakInUse, 0.9, true)
             .because("burn's balanced checkpointing keeps the outputs of matmuls and convolutions \
              and recomputes activations and element-wise ops in backward. Each dense layer then \
              keeps one tensor for backward instead of two."),
+        claim("checkpoint every layer: activations for one layer at a time", &DEEP_LLAMA,
+            &[], &["strategies.checkpointing=layers"], PeakInUse, 0.6, true)
+            .steps(TRANSFORMER_STEPS)
+            .because("Forward keeps only each block's input; backward runs one block's forward \
+             again through autodiff, then its backward, and frees it before the next. The step \
+             holds one block's activations instead of all six."),
+        claim("checkpoint every layer: about one more forward pass of time", &DEEP_LLAMA,
+            &[], &["strategies.checkpointing=layers"], MsPerStep, 1.6, true)
+            .steps(TRANSFORMER_STEPS)
+            .because("Each block's forward runs twice, once without a graph and once in \
+             backward. A forward is about a third of a step's work, so a step should take about \
+             4/3 as long."),
     ]),
     entry("strategies.loss_bookkeeping", "loss bookkeeping", &["scalar", "tensor", "outputs"],
         "what the loop keeps each step: loss.item(), the loss tensor summed (total_loss += loss), \

@@ -285,6 +285,7 @@ impl Hooks {
 /// What each strategy refuses to run with, naming the field; `validate` calls this last.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     kernels::check(config)?;
+    checkpointing::check(config)?;
     trainable::check(config)?;
     weight_dtype::check(config)?;
     mixed_precision::check(config)

@@ -1,0 +1,237 @@
+//! Per-layer gradient checkpointing (`strategies.checkpointing = layers`) as one autodiff node
+//! per layer, the way PyTorch's non-reentrant `torch.utils.checkpoint` around each block and
+//! Hugging Face's `gradient_checkpointing_enable()` do it.
+//!
+//! Forward runs the layer on plain tensors (no graph), so nothing inside it is kept: the node
+//! keeps only the layer's input. Backward recomputes the layer's forward through autodiff on a
+//! graph of its own (fresh leaves for the input and for every tracked parameter), runs that
+//! graph's backward from the output's gradient, hands the gradients to the outer graph's
+//! parents and drops the recomputed activations before the next layer's turn. So a step holds
+//! one layer input per layer plus one layer's activations at a time.
+//!
+//! burn's `balanced` strategy is another thing: an op-level policy that recomputes element-wise
+//! ops and keeps every matmul's output, which for a frozen LoRA base keeps more than no
+//! checkpointing at all (docs/finetuning.md).
+//!
+//! The parents of the node are the input and every *tracked* parameter tensor of the layer:
+//! leaves that require a gradient (trained weights, LoRA factors) and also tracked non-leaves
+//! (the f16 compute copies that mixed precision casts from f32 master weights), so the outer
+//! backward carries their gradients on through the cast to the master weights. Frozen weights
+//! enter the recomputation as constants.
+
+use core::marker::PhantomData;
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::{Autodiff, AutodiffBackend, Cube};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::{GradientCheckpointingStrategy, Tensor};
+
+use super::bridge::{Raw, Route, plain, raw};
+
+/// A layer that can be run again in backward: its parameters (and constants such as rotary
+/// tables or a mask) are the module's, and `forward` is the layer's whole computation.
+pub trait Recomputable: Module + 'static {
+    /// The layer's forward pass: `[batch, length, width]` in and out.
+    fn forward(&self, x: Tensor<3>) -> Tensor<3>;
+}
+
+/// The training device's backend: `layers` is the device's whole checkpointing, so burn's own
+/// strategy is off.
+type Ad = Autodiff<Cube, NoCheckpointing>;
+type Tracked = super::bridge::Tracked<NoCheckpointing>;
+
+/// `layer.forward(x)`, keeping only `x` for backward when `x` is on a training device. On a
+/// device without autodiff (evaluation) it is the plain forward pass.
+pub fn checkpointed<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
+    match Route::of(&x) {
+        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => record(layer, x),
+        // burn's own checkpointing and `layers` are one field's two values: never both.
+        _ => layer.forward(x),
+    }
+}
+
+/// The tracked float tensors of a module, and for every float parameter whether it is one,
+/// in visiting order.
+struct TrackedParams {
+    found: Vec<Tracked>,
+    flags: Vec<bool>,
+}
+
+impl ModuleVisitor for TrackedParams {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        // `base`: the stored tensor (a LoRA factor is visited as a parameter of its own).
+        let tracked = param
+            .base()
+            .try_into_primitive::<Ad>()
+            .ok()
+            .filter(|tensor| tensor.is_tracked());
+        self.flags.push(tracked.is_some());
+        self.found.extend(tracked);
+    }
+}
+
+/// Puts the plain layer saved for backward on the training backend: each parameter that was
+/// tracked (by its flag, in the order [`TrackedParams`] visited them) becomes a fresh leaf that
+/// requires a gradient, on a graph of its own; every other one an untracked constant.
+struct FreshLeaves {
+    flags: std::vec::IntoIter<bool>,
+    leaves: Vec<Tracked>,
+}
+
+impl ModuleMapper for FreshLeaves {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let tracked = self.flags.next().unwrap_or(false);
+        param.map(|tensor| {
+            let mut fresh = <Ad as AutodiffBackend>::from_inner(raw(tensor.without_autodiff()));
+            if tracked {
+                fresh = fresh.require_grad();
+                self.leaves.push(fresh.clone());
+            }
+            Tensor::from_primitive::<Ad>(fresh)
+        })
+    }
+}
+
+/// The most parents one node takes: the input and the layer's tracked tensors, rounded up to a
+/// power of two (burn's autodiff nodes have a fixed number of parents). The order of
+/// [`TrackedParams`] and [`FreshLeaves`] is the module's visiting order, the same for both, so
+/// the i-th fresh leaf stands for the (i + 1)-th parent.
+const MOST_PARENTS: usize = 128;
+
+fn record<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
+    let x = x
+        .try_into_primitive::<Ad>()
+        .expect("Route::of checked this tensor's backend");
+    let mut params = TrackedParams {
+        found: Vec::new(),
+        flags: Vec::new(),
+    };
+    layer.visit(&mut params);
+    let parents = 1 + params.found.len();
+    // Each arm is the same node with room for `N` parents; unused places are untracked.
+    match parents.next_power_of_two() {
+        0..=2 => node::<L, 2>(layer, x, params),
+        4 => node::<L, 4>(layer, x, params),
+        8 => node::<L, 8>(layer, x, params),
+        16 => node::<L, 16>(layer, x, params),
+        32 => node::<L, 32>(layer, x, params),
+        64 => node::<L, 64>(layer, x, params),
+        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params),
+        _ => {
+            // A layer of more than 127 parameter tensors: none is built here; run it whole
+            // rather than fail.
+            let x = Tensor::from_primitive::<Ad>(x);
+            layer.forward(x)
+        }
+    }
+}
+
+fn node<L: Recomputable, const N: usize>(
+    layer: &L,
+    x: Tracked,
+    params: TrackedParams,
+) -> Tensor<3> {
+    let TrackedParams { found, flags } = params;
+    let input: Raw = x.primitive().clone();
+    // Unused places: an untracked tensor (no parent) sharing the input's buffer.
+    let pad = <Ad as AutodiffBackend>::from_inner(input.clone());
+    let mut all = core::iter::once(x).chain(found);
+    let inputs: [Tracked; N] =
+        core::array::from_fn(|_| all.next().unwrap_or_else(|| pad.clone()));
+    let nodes = inputs.each_ref().map(|tensor| tensor.node());
+    // The forward pass on plain tensors: no graph, nothing of the layer's kept.
+    let plain_layer = layer.valid();
+    let output = raw(plain_layer.forward(plain(input.clone())));
+    let step = LayerBackward::<L> {
+        _layer: PhantomData,
+    };
+    let tracked = match step.prepare::<NoCheckpointing>(nodes).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish(
+            Saved {
+                input,
+                layer: plain_layer,
+                flags,
+            },
+            output,
+        ),
+        OpsKind::UnTracked(prep) => prep.finish(output),
+    };
+    drop(inputs);
+    Tensor::from_primitive::<Ad>(tracked)
+}
+
+/// What backward needs: the layer's input, the layer itself without autodiff (its parameters
+/// are resident anyway), and which of its parameters were tracked. Nothing here refers to an
+/// autodiff node: a graph dropped without backward (a probe's) must not keep itself alive
+/// through its own state.
+#[derive(Clone)]
+struct Saved<L> {
+    input: Raw,
+    layer: L,
+    flags: Vec<bool>,
+}
+
+impl<L> core::fmt::Debug for Saved<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Saved").finish_non_exhaustive()
+    }
+}
+
+struct LayerBackward<L> {
+    _layer: PhantomData<fn() -> L>,
+}
+
+impl<L> core::fmt::Debug for LayerBackward<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("LayerBackward")
+    }
+}
+
+impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
+    type State = Saved<L>;
+
+    fn backward(self, ops: Ops<Saved<L>, N>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let grad_output: Raw = grads.consume::<Cube>(&ops.node);
+        let Saved {
+            input,
+            layer,
+            flags,
+        } = ops.state;
+        // The recomputation's own graph: fresh leaves, so nothing of it joins the outer graph
+        // (whose lock the outer backward holds while this step runs).
+        let mut x = <Ad as AutodiffBackend>::from_inner(input);
+        let wants_input = ops.parents[0].is_some();
+        if wants_input {
+            x = x.require_grad();
+        }
+        let mut fresh = FreshLeaves {
+            flags: flags.into_iter(),
+            leaves: Vec::new(),
+        };
+        // `train` puts the constants (rotary tables, a mask) on the training backend; the
+        // mapper then sets each parameter's tracking as it was in forward.
+        let layer = layer.train().map(&mut fresh);
+        let output = layer.forward(Tensor::from_primitive::<Ad>(x.clone()));
+        let seed = Tensor::<3>::from_primitive::<Ad>(
+            <Ad as AutodiffBackend>::from_inner(grad_output),
+        );
+        // d(sum(output * g)) / d(anything) is g backpropagated: the output's gradient.
+        let root = (output * seed)
+            .sum()
+            .try_into_primitive::<Ad>()
+            .expect("the recomputation stays on its backend");
+        let mut inner = <Ad as AutodiffBackend>::backward(root);
+        let leaves = core::iter::once(wants_input.then_some(x)).chain(fresh.leaves.into_iter().map(Some));
+        for (parent, leaf) in ops.parents.iter().zip(leaves) {
+            let (Some(parent), Some(leaf)) = (parent, leaf) else {
+                continue;
+            };
+            if let Some(grad) = leaf.grad_remove(&mut inner) {
+                grads.register::<Cube>(parent.id, grad);
+            }
+        }
+    }
+}
