@@ -44,16 +44,20 @@ fn host_data(config: &RunConfig) -> Check {
     if data.input_kind() != InputKind::Tokens {
         return Ok(());
     }
-    let tokens = data.samples.saturating_mul(2 * data.seq_len);
+    let tokens = data.samples.saturating_mul(data.sample_tokens());
     if tokens > limits::HOST_TOKENS {
         return Err(ConfigError::invalid(
             "data.samples",
             format!(
-                "{} samples of {} tokens (query half included) are {tokens} tokens to generate; \
-                 a run holds at most {} in host memory. Fewer samples, or `vramlab plan`, which \
-                 needs no data",
+                "{} samples of {} tokens{} are {tokens} tokens to generate; a run holds at most \
+                 {} in host memory. Fewer samples, or `vramlab plan`, which needs no data",
                 data.samples,
-                2 * data.seq_len,
+                data.sample_tokens(),
+                if data.kind == DataKind::Stream {
+                    ""
+                } else {
+                    " (query half included)"
+                },
                 limits::HOST_TOKENS
             ),
         ));
@@ -151,7 +155,7 @@ fn data(config: &RunConfig) -> Check {
     match data.kind.input_kind() {
         InputKind::Points => float_in("data.noise", data.noise, limits::NOISE)?,
         InputKind::Tokens => {
-            int_in("data.seq_len", data.seq_len, limits::SEQ_LEN)?;
+            int_in("data.seq_len", data.seq_len, data.seq_len_limits())?;
             int_in("data.vocab", data.vocab, limits::VOCAB)?;
         }
         InputKind::Images | InputKind::Features => {}
@@ -191,6 +195,7 @@ fn table(data: &DataConfig) -> Check {
 
 fn model(config: &RunConfig) -> Check {
     let model = &config.model;
+    stream_needs_a_decoder(config)?;
     let input = config.data.input_kind();
     if !model.kind.accepts(input) {
         let fits: Vec<&str> = ModelKind::ALL
@@ -267,6 +272,26 @@ fn model(config: &RunConfig) -> Check {
     Ok(())
 }
 
+/// A stream has no answer to classify, only the next token at every position: a decoder's task.
+fn stream_needs_a_decoder(config: &RunConfig) -> Check {
+    let model = &config.model;
+    if config.data.kind != DataKind::Stream || model.is_decoder() {
+        return Ok(());
+    }
+    let model_is = match model.kind {
+        ModelKind::Transformer => "a transformer encoder (model.decoder = false)".to_string(),
+        kind => format!("model.kind = {}", kind.name()),
+    };
+    Err(ConfigError::invalid(
+        "data.kind",
+        format!(
+            "stream is next-token prediction, which only a decoder trains on: model.kind = \
+             llama, or transformer with model.decoder = true (got {model_is}); the query tasks \
+             copy, reverse and sort train gru, lstm and transformer encoders too"
+        ),
+    ))
+}
+
 /// A transformer's or llama's sizes, and the token and position tables it states.
 fn attention_model(config: &RunConfig) -> Check {
     let model = &config.model;
@@ -314,28 +339,34 @@ fn attention_model(config: &RunConfig) -> Check {
         float_in("model.rope_theta", model.rope_theta, limits::ROPE_THETA)?;
         float_in("model.norm_eps", model.norm_eps, limits::NORM_EPS)?;
     }
-    let data_tokens = config.data.vocab + 1;
+    let data = &config.data;
+    let stream = data.kind == DataKind::Stream;
     zero_or_enough(
         "model.vocab",
         model.vocab,
-        data_tokens,
+        data.token_ids(),
         limits::MODEL_VOCAB,
         format!(
-            "the data's {} tokens and its query token must have rows; 0: exactly those",
-            config.data.vocab
+            "the data's {} tokens{} must have rows; 0: exactly those",
+            data.vocab,
+            if stream { "" } else { " and its query token" }
         ),
     )?;
-    let length = 2 * config.data.seq_len;
+    let length = data.sample_tokens();
     zero_or_enough(
         "model.positions",
         model.positions,
         length,
         limits::POSITIONS,
-        format!(
-            "each sample is {length} tokens: data.seq_len = {} and as many answers; 0: exactly \
-             that",
-            config.data.seq_len
-        ),
+        if stream {
+            format!("each sample is data.seq_len = {length} tokens; 0: exactly that")
+        } else {
+            format!(
+                "each sample is {length} tokens: data.seq_len = {} and as many answers; 0: \
+                 exactly that",
+                data.seq_len
+            )
+        },
     )?;
     Ok(())
 }

@@ -204,6 +204,56 @@ fn each_invalid_field_is_named_in_its_error() {
         ),
         ("spiral-mlp", "budget=12parsecs", "budget", "512MiB, 6GiB"),
         ("spiral-mlp", "budget=-3MiB", "budget", "above zero"),
+        // The token stream is a decoder's task; the others name what takes it.
+        (
+            "sort-gru",
+            "data.kind=stream",
+            "data.kind",
+            "stream is next-token prediction, which only a decoder trains on: model.kind = \
+             llama, or transformer with model.decoder = true (got model.kind = gru)",
+        ),
+        (
+            "sort-transformer",
+            "data.kind=stream",
+            "data.kind",
+            "(got a transformer encoder (model.decoder = false))",
+        ),
+        (
+            "spiral-mlp",
+            "data.kind=stream",
+            "data.kind",
+            "(got model.kind = mlp)",
+        ),
+        (
+            "digits-cnn",
+            "data.kind=stream",
+            "data.kind",
+            "(got model.kind = cnn)",
+        ),
+        (
+            "gpt2-small",
+            "data.seq_len=40000",
+            "data.seq_len",
+            "40000 is out of range 2..=32768",
+        ),
+        (
+            "sort-gpt",
+            "data.seq_len=4097",
+            "data.seq_len",
+            "4097 is out of range 2..=4096",
+        ),
+        (
+            "tinyllama-1.1b",
+            "data.seq_len=4096",
+            "model.positions",
+            "4096..=131072 (each sample is data.seq_len = 4096 tokens; 0: exactly that)",
+        ),
+        (
+            "gpt2-small",
+            "data.samples=100000",
+            "data.samples",
+            "100000 samples of 1024 tokens are 102400000 tokens to generate",
+        ),
     ];
     for &(base, assignment, field, text) in cases {
         let err = error_for(base, assignment);
@@ -211,6 +261,30 @@ fn each_invalid_field_is_named_in_its_error() {
         assert!(
             message.contains(field) && message.contains(text),
             "{assignment}: expected field {field:?} and {text:?} in {message:?}"
+        );
+    }
+}
+
+#[test]
+fn a_plan_of_a_stream_takes_the_context_lengths_people_fine_tune_at() {
+    for (base, sets) in [
+        ("gpt2-small", &["data.seq_len=8192"][..]),
+        ("tinyllama-1.1b", &["data.seq_len=2048"]),
+        ("llama2-7b", &["data.seq_len=4096"]),
+        ("llama2-7b", &["data.seq_len=8192", "model.positions=8192"]),
+    ] {
+        let config = vramlab::engine::overrides::apply_overrides(
+            preset(base).unwrap(),
+            sets.iter().copied(),
+        )
+        .unwrap();
+        config
+            .validate_for(Purpose::Plan)
+            .unwrap_or_else(|err| panic!("{base} {sets:?}: {err}"));
+        assert_eq!(
+            config.position_rows(),
+            config.data.seq_len,
+            "{base} {sets:?}"
         );
     }
 }

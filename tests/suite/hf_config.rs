@@ -17,7 +17,11 @@ const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
 fn from_file(file: &str) -> RunConfig {
     let text = std::fs::read_to_string(format!("{DIR}/{file}")).unwrap();
     let hf = hf_config::read(&text).unwrap_or_else(|err| panic!("{file}: {err}"));
-    let (config, _) = hf.apply(preset(hf.family.base_preset()).unwrap(), file);
+    let (config, _) = hf.apply(
+        preset(hf.family.base_preset()).unwrap(),
+        file,
+        hf_config::Stated::default(),
+    );
     config.validate_for(Purpose::Plan).unwrap();
     config
 }
@@ -85,14 +89,14 @@ fn the_binary_refuses_what_it_does_not_model_naming_the_field() {
         err.contains("hidden_act: \"gelu\" is not modelled"),
         "{err}"
     );
-    // Mistral-7B's window is 4,096 tokens: 2 x 4,096 do not fit in it.
+    // Mistral-7B's window is 4,096 tokens: a sample of 4,097 does not fit in it.
     let mistral = format!("{DIR}/mistral-7b-v0.1.json");
     let err = refused(&[
         "plan",
         "--hf-config",
         &mistral,
         "--set",
-        "data.seq_len=4096",
+        "data.seq_len=4097",
     ]);
     assert!(err.contains("sliding_window: 4096 tokens"), "{err}");
     let err = refused(&["plan", "--hf-config", "/nonexistent/config.json"]);
@@ -124,12 +128,55 @@ fn a_plan_from_an_hf_config_reports_its_model_and_says_what_it_changed() {
     assert_eq!(plan["params"], 124_439_808);
     assert_eq!(plan["config"]["model"]["positions"], 1024);
     assert_eq!(plan["name"], "gpt2");
+    // A causal language model on sort-gpt's 8 tokens a sample, with SDPA-style attention.
+    assert_eq!(plan["config"]["data"]["kind"], "stream");
+    assert_eq!(plan["config"]["strategies"]["attention"], "fused");
+    assert!(
+        stderr.contains("data.kind sort -> stream: a causal language model trains on next tokens"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(
             "attn_pdrop = 0.1, embd_pdrop = 0.1, resid_pdrop = 0.1: vramlab trains without dropout"
         ),
         "{stderr}"
     );
+}
+
+/// `data.seq_len` is the tokens a sample holds, as a Hugging Face user means it: 2,048 tokens of
+/// Llama-2-7B are 2,048 positions, and its logits `[2048, 32000]` in f32.
+#[test]
+fn an_hf_config_plans_data_seq_len_tokens_a_sample_with_sdpa_style_attention() {
+    let file = format!("{DIR}/llama-2-7b.json");
+    let out = vramlab(&[
+        "plan",
+        "--hf-config",
+        &file,
+        "--set",
+        "data.seq_len=2048",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let config = &plan["config"];
+    assert_eq!(config["data"]["kind"], "stream");
+    assert_eq!(config["data"]["seq_len"], 2048);
+    assert_eq!(config["batch_size"], 1);
+    assert_eq!(config["strategies"]["attention"], "fused");
+    assert_eq!(config["strategies"]["cross_entropy"], "naive");
+    let kept = |op: &str| {
+        plan["kept_by_op"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["op"] == op)
+            .unwrap_or_else(|| panic!("{op} missing from {}", plan["kept_by_op"]))["bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    // One sample of 2,048 tokens: the logits the forward pass keeps for the loss.
+    assert_eq!(kept("logits"), 2048 * 32_000 * 4);
 }
 
 #[test]
@@ -150,6 +197,9 @@ fn the_plan_report_answers_the_fine_tuning_question_on_one_screen() {
         String::from_utf8_lossy(&out.stderr)
     );
     for line in [
+        "  recipe: batch 256 x 16 tokens (sort task: 8 tokens, then as many queries), adamw on \
+         LoRA adapters of rank 8 (alpha 16), f32, attention naive (eager-style), loss naive, \
+         checkpointing none",
         "parameters          93,056",
         "LoRA adapters of rank 8 beside the frozen weights",
         "by category              at the mark    own size    estimate",
@@ -161,4 +211,21 @@ fn the_plan_report_answers_the_fine_tuning_question_on_one_screen() {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
     assert!(text.lines().count() <= 40, "{text}");
+    let out = vramlab(&[
+        "plan",
+        "--preset",
+        "sort-llama",
+        "--set",
+        "data.kind=stream",
+        "--set",
+        "strategies.attention=fused",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "  recipe: batch 256 x 8 tokens (next-token stream), adamw on every weight, f32, \
+             attention fused (SDPA-style), loss naive, checkpointing none"
+        ),
+        "{text}"
+    );
 }

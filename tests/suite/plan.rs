@@ -110,6 +110,27 @@ fn a_plan_reproduces_every_presets_readings_exactly() {
     run(&gpu, config("spiral-mlp", &["steps=2", "eval_every=0"]));
 }
 
+/// A plan trains on `Dataset::shapes`, a run on `Dataset::build`: for the token stream they must
+/// be the same shapes, so every reading agrees to the byte.
+#[test]
+fn a_token_stream_plans_exactly_as_it_runs() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    for name in ["sort-llama", "sort-gpt"] {
+        let sets = ["data.kind=stream", "data.seq_len=32", "data.vocab=64"];
+        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, name, &sets, 64);
+        println!(
+            "{name} on the stream, b64: {} readings differ; reserved within {reserved_gap} B",
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{name}: {differ:#?}");
+        assert!(
+            reserved_gap <= page,
+            "{name}: reserved {reserved_gap} B apart"
+        );
+    }
+}
+
 #[test]
 fn weights_in_f16_or_int8_and_an_autodiff_evaluation_plan_exactly() {
     let (_lock, gpu) = gpu();
@@ -251,7 +272,7 @@ fn gpt2_small_plans_whole_on_the_planning_device() {
         planned.seconds
     );
     // GPT-2 small's published count: a decoder with tied embeddings and a final layer norm
-    // (its 50,257 embeddings are the 50,256 sort tokens and the query token).
+    // (its 50,257 embeddings are the token stream's 50,257 tokens, 1,024 a sample).
     assert_eq!(planned.params, 124_439_808);
     // The logits (1.5 GiB at batch 8) are over lavapipe's 128 MiB binding, not the planner's.
     let logits = 8 * 1024 * 50_257 * 4;

@@ -131,15 +131,20 @@ fn sequence(data: &Dataset) -> AnyView {
     let HostInputs::Tokens { values, width } = &data.train.inputs else {
         return ().into_any();
     };
-    let half = width / 2;
-    let input: Vec<String> = values[..half].iter().map(|t| t.to_string()).collect();
+    // A query task's sample is its input then as many query tokens; a stream's is all input,
+    // its targets the next token at each position.
+    let (shown, answer) = match data.kind {
+        DataKind::Stream => (*width, "next "),
+        _ => (width / 2, "answer "),
+    };
+    let input: Vec<String> = values[..shown].iter().map(|t| t.to_string()).collect();
     let target: Vec<String> = data.train.targets[..data.targets_per_sample]
         .iter()
         .map(|t| t.to_string())
         .collect();
     view! {
         <p class="example">"input " <code>{input.join(" ")}</code></p>
-        <p class="example">"answer " <code>{target.join(" ")}</code></p>
+        <p class="example">{answer} <code>{target.join(" ")}</code></p>
     }
     .into_any()
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::{DataConfig, DataKind, MemorySampling};
-use vramlab::engine::hf_config::{self, HfModel};
+use vramlab::engine::hf_config::{self, HfModel, Stated};
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, fit_batch, preset, table_base};
 use vramlab::engine::{ConfigError, Purpose, RunConfig};
@@ -124,8 +124,10 @@ pub struct ConfigArgs {
     pub config: Option<PathBuf>,
     /// A Hugging Face config.json (model_type gpt2, llama, mistral or qwen2): its model
     /// replaces the base run's (the preset's or --config's; without either, gpt2-small's run for
-    /// GPT-2 and llama2-7b's for the others), before the --sets. Fields vramlab does not model
-    /// are refused by name.
+    /// GPT-2 and llama2-7b's for the others), before the --sets. It trains as transformers
+    /// would: on the next-token stream (data.seq_len tokens a sample) with fused (SDPA-style)
+    /// attention, unless --config states data.kind or strategies.attention. Fields vramlab
+    /// does not model are refused by name.
     #[arg(long, value_name = "CONFIG.JSON")]
     pub hf_config: Option<PathBuf>,
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
@@ -281,8 +283,15 @@ impl ConfigArgs {
     /// to stderr.
     fn configure(&self) -> Result<RunConfig, ConfigError> {
         let hf = self.hf_config.as_deref().map(read_hf).transpose()?;
+        // What a config file or a --set states keeps its value over a Hugging Face user's
+        // defaults.
+        let mut stated = Stated::default();
         let base = match (&self.preset, &self.config, &self.data, &hf) {
-            (_, Some(path), _, _) => config_file(path)?,
+            (_, Some(path), _, _) => {
+                let (config, in_file) = config_file(path)?;
+                stated = in_file;
+                config
+            }
             (Some(name), None, _, _) => preset(name)?,
             (None, None, _, Some((hf, _))) => preset(hf.family.base_preset())?,
             (None, None, Some(file), None) => {
@@ -294,8 +303,13 @@ impl ConfigArgs {
             }
             (None, None, None, None) => preset(DEFAULT_PRESET)?,
         };
+        // A --set applies after the model, and its value is the user's, not a default to note.
+        let stated = self
+            .overrides
+            .iter()
+            .fold(stated, |stated, set| stated.or(Stated::in_set(set)));
         let (mut base, mut notes) = match &hf {
-            Some((hf, path)) => hf.apply(base, &file_stem(path)),
+            Some((hf, path)) => hf.apply(base, &file_stem(path), stated),
             None => (base, Vec::new()),
         };
         if let Some(file) = &self.data {
@@ -331,8 +345,9 @@ impl ConfigArgs {
     }
 }
 
-/// A JSON config file; a relative `data.path` in it is relative to the file.
-fn config_file(path: &Path) -> Result<RunConfig, ConfigError> {
+/// A JSON config file, and which fields it states that a Hugging Face model's defaults would
+/// otherwise set; a relative `data.path` in it is relative to the file.
+fn config_file(path: &Path) -> Result<(RunConfig, Stated), ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| ConfigError::invalid("--config", format!("{}: {err}", path.display())))?;
     let mut config = RunConfig::from_json(&text)?;
@@ -341,7 +356,7 @@ fn config_file(path: &Path) -> Result<RunConfig, ConfigError> {
         let dir = path.parent().unwrap_or(Path::new(""));
         config.data.path = dir.join(data_path).display().to_string();
     }
-    Ok(config)
+    Ok((config, Stated::in_json(&text)))
 }
 
 fn read_hf(path: &Path) -> Result<(HfModel, &Path), ConfigError> {

@@ -48,7 +48,7 @@ const GRID: &[(&str, &str, &str)] = &[
     (
         "transformer",
         "gpt2-small",
-        "batch_size=1 data.seq_len=1024",
+        "batch_size=1 data.seq_len=2048",
     ),
     // Not used to fit the model: checks of it at other sizes.
     ("mlp", "digits-mlp", "batch_size=1024"),
@@ -108,7 +108,7 @@ const GRID: &[(&str, &str, &str)] = &[
     (
         "transformer",
         "gpt2-small",
-        "batch_size=2 eval_batch_size=2 data.seq_len=2048 strategies.attention=fused \
+        "batch_size=2 eval_batch_size=2 data.seq_len=4096 strategies.attention=fused \
          strategies.cross_entropy=fused",
     ),
     // The Llama-style family, naive and fused, grouped heads and not.
@@ -129,7 +129,7 @@ const GRID: &[(&str, &str, &str)] = &[
     (
         "llama",
         "tinyllama-1.1b",
-        "data.seq_len=256 strategies.attention=fused strategies.cross_entropy=fused",
+        "data.seq_len=512 strategies.attention=fused strategies.cross_entropy=fused",
     ),
     // Fine-tuning: frozen bodies, adapters, leaner optimizers.
     ("finetune", "spiral-mlp", "strategies.trainable=head"),
@@ -159,7 +159,7 @@ const GRID: &[(&str, &str, &str)] = &[
     (
         "finetune",
         "tinyllama-1.1b",
-        "data.seq_len=256 strategies.trainable=lora strategies.lora_rank=16 \
+        "data.seq_len=512 strategies.trainable=lora strategies.lora_rank=16 \
          strategies.attention=fused strategies.cross_entropy=fused",
     ),
 ];

@@ -61,7 +61,8 @@ fn plan_growth() -> anyhow::Result<()> {
     for length in PLAN_LENGTHS {
         let batch = PLAN_TOKENS / length;
         let shape = [
-            format!("data.seq_len={}", length / 2),
+            // gpt2-small trains on the token stream: a sample is data.seq_len tokens.
+            format!("data.seq_len={length}"),
             format!("batch_size={batch}"),
             format!("eval_batch_size={batch}"),
             "steps=2".to_string(),

@@ -2,7 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
-    InputKind, MixedPrecision, ModelKind, Trainable, WeightDtype,
+    DataConfig, DataKind, InputKind, MixedPrecision, ModelKind, OpPath, Trainable, WeightDtype,
 };
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
@@ -75,8 +75,18 @@ fn print_header(plan: &Plan) {
     let config = &plan.config;
     println!("plan of {}: {}", plan.name, describe_model(config));
     let s = &config.strategies;
-    let tokens = match config.data.kind.input_kind() {
-        InputKind::Tokens => format!(" x {} tokens", grouped(2 * config.data.seq_len as u64)),
+    let data = &config.data;
+    let tokens = match (data.kind, data.kind.input_kind()) {
+        (DataKind::Stream, _) => format!(
+            " x {} tokens (next-token stream)",
+            grouped(data.sample_tokens() as u64)
+        ),
+        (kind, InputKind::Tokens) => format!(
+            " x {} tokens ({} task: {} tokens, then as many queries)",
+            grouped(data.sample_tokens() as u64),
+            kind.name(),
+            grouped(data.seq_len as u64)
+        ),
         _ => String::new(),
     };
     let trains = match s.trainable {
@@ -88,10 +98,12 @@ fn print_header(plan: &Plan) {
         ),
     };
     let attends = matches!(config.model.kind, ModelKind::Transformer | ModelKind::Llama);
-    let attention = if attends {
-        format!(", attention {}", s.attention.name())
-    } else {
-        String::new()
+    // In the words of PyTorch's choices: SDPA keeps the output and a log-sum-exp per row, eager
+    // attention its scores and weights.
+    let attention = match (attends, s.attention) {
+        (false, _) => String::new(),
+        (true, OpPath::Fused) => ", attention fused (SDPA-style)".to_string(),
+        (true, OpPath::Naive) => ", attention naive (eager-style)".to_string(),
     };
     let precision = match (s.weight_dtype, s.training_precision()) {
         (WeightDtype::F16, _) => "all in f16",
@@ -100,7 +112,8 @@ fn print_header(plan: &Plan) {
         _ => "f32",
     };
     println!(
-        "  batch {}{tokens}, {} on {trains}, {precision}{attention}, loss {}, checkpointing {}",
+        "  recipe: batch {}{tokens}, {} on {trains}, {precision}{attention}, loss {}, \
+         checkpointing {}",
         config.batch_size,
         config.optimizer.name(),
         s.cross_entropy.name(),
@@ -343,26 +356,37 @@ fn print_budget(plan: &Plan) {
             ),
             Checked::NotPlanned { reason } => format!("not planned: {reason}"),
         };
-        for line in wrapped(&change(&checked.suggestion), 100) {
+        for line in wrapped(&change(&checked.suggestion, &plan.config.data), 100) {
             println!("  {line}");
         }
         println!("      {verdict}");
     }
 }
 
-/// A suggestion as the flags that make it, with the analytic model's estimate.
-fn change(suggestion: &Suggestion) -> String {
+/// A suggestion to the run on `data` as the flags that make it, with the analytic model's
+/// estimate.
+fn change(suggestion: &Suggestion, data: &DataConfig) -> String {
     let flags: Vec<String> = suggestion
         .assignments()
         .iter()
         .map(|assignment| format!("--set {assignment}"))
         .collect();
-    // A sample is twice data.seq_len tokens: say what the change means in them.
+    // A query task's sample is twice data.seq_len tokens, a stream's data.seq_len: say what the
+    // change means in them.
     let tokens = suggestion
         .assignments()
         .iter()
-        .filter_map(|a| a.strip_prefix("data.seq_len=")?.parse::<u64>().ok())
-        .map(|seq_len| format!(", {} tokens a sample", grouped(2 * seq_len)))
+        .filter_map(|a| a.strip_prefix("data.seq_len=")?.parse::<usize>().ok())
+        .map(|seq_len| {
+            let shorter = DataConfig {
+                seq_len,
+                ..data.clone()
+            };
+            format!(
+                ", {} tokens a sample",
+                grouped(shorter.sample_tokens() as u64)
+            )
+        })
         .next()
         .unwrap_or_default();
     match suggestion.estimated_peak_bytes {

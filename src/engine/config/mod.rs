@@ -23,10 +23,14 @@ pub mod limits {
     pub const STEPS: (usize, usize) = (1, 1_000_000);
     pub const SAMPLES: (usize, usize) = (16, 1_000_000);
     /// Sequence lengths and vocabularies up to those of real language models: a plan needs no
-    /// data, and a run's data is bounded by [`HOST_TOKENS`] instead.
+    /// data, and a run's data is bounded by [`HOST_TOKENS`] instead. `SEQ_LEN` bounds the
+    /// query tasks (each sample twice `seq_len`: 8,192 tokens at most), `STREAM_SEQ_LEN` a
+    /// token stream (a sample is `seq_len` tokens: the context lengths people fine-tune at).
     pub const SEQ_LEN: (usize, usize) = (2, 4096);
+    pub const STREAM_SEQ_LEN: (usize, usize) = (2, 32_768);
     pub const VOCAB: (usize, usize) = (2, 262_144);
-    /// Tokens a run may generate in host memory (`samples x 2 x seq_len`): 256 MiB of ids.
+    /// Tokens a run may generate in host memory (`samples x` tokens per sample): 256 MiB of
+    /// ids.
     pub const HOST_TOKENS: usize = 1 << 25;
     pub const WIDTH: (usize, usize) = (1, 8192);
     /// Feed-forward widths (a 70B model's SwiGLU is 28,672 wide).
@@ -106,9 +110,11 @@ pub struct DataConfig {
     pub noise: f64,
     /// Fraction of the samples held out for evaluation.
     pub test_fraction: f64,
-    /// Tokens per input sequence (the model sees twice this: the sequence, then as many queries).
+    /// Tokens per sample of `stream`; for the query tasks (`copy`, `reverse`, `sort`) the
+    /// tokens of the input sequence, which the model sees followed by as many query tokens
+    /// ([`DataConfig::sample_tokens`]).
     pub seq_len: usize,
-    /// Distinct tokens of the sequence tasks.
+    /// Distinct tokens of the token tasks (the query tasks add their query token).
     pub vocab: usize,
     /// `csv`: the file the table is read from (in a config file, relative to that file).
     pub path: String,
@@ -148,6 +154,32 @@ impl DataConfig {
             (_, kind) => kind.input_kind(),
         }
     }
+
+    /// Tokens a model reads per sample of a token task: a stream's `seq_len`; a query task's
+    /// `seq_len` input tokens and as many query tokens.
+    pub fn sample_tokens(&self) -> usize {
+        match self.kind {
+            DataKind::Stream => self.seq_len,
+            _ => 2 * self.seq_len,
+        }
+    }
+
+    /// Distinct token ids a token task's samples hold: a stream's `vocab`; a query task's
+    /// `vocab` and its query token.
+    pub fn token_ids(&self) -> usize {
+        match self.kind {
+            DataKind::Stream => self.vocab,
+            _ => self.vocab + 1,
+        }
+    }
+
+    /// The range `data.seq_len` may take for this kind.
+    pub fn seq_len_limits(&self) -> (usize, usize) {
+        match self.kind {
+            DataKind::Stream => limits::STREAM_SEQ_LEN,
+            _ => limits::SEQ_LEN,
+        }
+    }
 }
 
 impl Default for DataConfig {
@@ -177,13 +209,16 @@ pub enum DataKind {
     Copy,
     Reverse,
     Sort,
+    /// A synthetic token stream a language model predicts the next token of: `seq_len` tokens
+    /// per sample, drawn from a fixed random Markov chain (decoders only).
+    Stream,
     /// A table the user brings (`data.path`, `data.label`).
     Csv,
 }
 
 impl DataKind {
     /// The built-in data sets (a table needs its file).
-    pub const ALL: [DataKind; 8] = [
+    pub const ALL: [DataKind; 9] = [
         Self::Circle,
         Self::Xor,
         Self::Gauss,
@@ -192,6 +227,7 @@ impl DataKind {
         Self::Copy,
         Self::Reverse,
         Self::Sort,
+        Self::Stream,
     ];
 
     pub fn name(self) -> &'static str {
@@ -204,6 +240,7 @@ impl DataKind {
             Self::Copy => "copy",
             Self::Reverse => "reverse",
             Self::Sort => "sort",
+            Self::Stream => "stream",
             Self::Csv => "csv",
         }
     }
@@ -214,7 +251,7 @@ impl DataKind {
         match self {
             Self::Circle | Self::Xor | Self::Gauss | Self::Spiral => InputKind::Points,
             Self::Digits => InputKind::Images,
-            Self::Copy | Self::Reverse | Self::Sort => InputKind::Tokens,
+            Self::Copy | Self::Reverse | Self::Sort | Self::Stream => InputKind::Tokens,
             Self::Csv => InputKind::Features,
         }
     }
@@ -227,7 +264,7 @@ pub enum InputKind {
     Points,
     /// 8x8 grey images, `[batch, 1, 8, 8]` (an MLP sees them flattened).
     Images,
-    /// Token sequences, `[batch, 2 * seq_len]`.
+    /// Token sequences, `[batch, tokens per sample]` ([`DataConfig::sample_tokens`]).
     Tokens,
     /// A table's rows of numeric features, `[batch, width]`.
     Features,
@@ -728,19 +765,19 @@ impl RunConfig {
     }
 
     /// Rows of a token model's embedding table: the model's stated vocabulary, or the data's
-    /// tokens (its vocabulary and the query token).
+    /// tokens (a query task's query token included).
     pub fn token_rows(&self) -> usize {
         match self.model.vocab {
-            0 => self.data.vocab + 1,
+            0 => self.data.token_ids(),
             rows => rows,
         }
     }
 
     /// Positions a transformer's table (or a llama's rotary table) covers: the model's stated
-    /// count, or the data's sequence (its input and query halves).
+    /// count, or the data's tokens per sample (a query task's input and query halves).
     pub fn position_rows(&self) -> usize {
         match self.model.positions {
-            0 => 2 * self.data.seq_len,
+            0 => self.data.sample_tokens(),
             rows => rows,
         }
     }

@@ -6,6 +6,7 @@
 mod digits;
 mod playground;
 mod sequence;
+mod stream;
 mod table;
 pub mod table_inputs;
 
@@ -16,6 +17,7 @@ use rand::seq::SliceRandom;
 
 use super::config::{DataConfig, DataKind, InputKind};
 
+pub use stream::entropy as stream_entropy;
 pub use table::{ClassCount, FeatureScale, TableSummary};
 
 /// Host-side samples of one split, row-major.
@@ -23,7 +25,7 @@ pub use table::{ClassCount, FeatureScale, TableSummary};
 pub struct Split {
     /// Float features (`width` per sample) or token ids (`width` per sample).
     pub inputs: HostInputs,
-    /// Class ids: one per sample, or `seq_len` per sample for the sequence tasks.
+    /// Class ids: one per sample, or `seq_len` per sample for the token tasks.
     pub targets: Vec<i64>,
     pub len: usize,
 }
@@ -101,7 +103,7 @@ pub fn classes_and_targets(data: &DataConfig) -> (usize, usize) {
 }
 
 /// Values per sample a model takes in: floats for points, images and tables, token ids for
-/// the sequence tasks.
+/// the token tasks ([`DataConfig::sample_tokens`]).
 pub fn input_width(data: &DataConfig) -> usize {
     if let (DataKind::Csv, Some(table)) = (data.kind, &data.table) {
         return table.width();
@@ -109,7 +111,7 @@ pub fn input_width(data: &DataConfig) -> usize {
     match data.input_kind() {
         InputKind::Points | InputKind::Features => 2,
         InputKind::Images => digits::PIXELS,
-        InputKind::Tokens => 2 * data.seq_len,
+        InputKind::Tokens => data.sample_tokens(),
     }
 }
 
@@ -202,6 +204,28 @@ impl Dataset {
             }
             // Only a table has rows of features; it returned above.
             InputKind::Features => Err(format!("{} is not a table", data.kind.name())),
+            InputKind::Tokens if data.kind == DataKind::Stream => {
+                let (inputs, targets) =
+                    stream::generate(data.samples, data.seq_len, data.vocab, &mut rng);
+                let width = data.seq_len;
+                let to_split = |samples: std::ops::Range<usize>| Split {
+                    inputs: HostInputs::Tokens {
+                        values: inputs[samples.start * width..samples.end * width].to_vec(),
+                        width,
+                    },
+                    targets: targets[samples.start * width..samples.end * width].to_vec(),
+                    len: samples.len(),
+                };
+                Ok(Self {
+                    kind: data.kind,
+                    train: to_split(0..train_len),
+                    test: to_split(train_len..data.samples),
+                    classes: data.vocab,
+                    targets_per_sample: width,
+                    scored_from: 0,
+                    standardisation: Vec::new(),
+                })
+            }
             InputKind::Tokens => {
                 let rows =
                     sequence::generate(data.kind, data.samples, data.seq_len, data.vocab, &mut rng);
@@ -243,11 +267,14 @@ impl Dataset {
         ))
     }
 
-    /// A decoder's view of a sequence task: each sample becomes one token stream
+    /// A decoder's view of a query task: each sample becomes one token stream
     /// `x_1..x_L, q, y_1..y_L` (`q` the query id), read as the input `stream[..2L]` with the
     /// next token `stream[1..]` as the target at every position: a language model's loss. Only
-    /// the answers `y` are scored.
+    /// the answers `y` are scored. A `stream` is that already, and is returned as it is.
     pub fn next_token(mut self) -> Self {
+        if self.kind == DataKind::Stream {
+            return self;
+        }
         let length = self.targets_per_sample;
         for split in [&mut self.train, &mut self.test] {
             if let HostInputs::Tokens { values, width } = &mut split.inputs {
@@ -450,6 +477,76 @@ mod tests {
             values[l..*width].iter().all(|&t| t == 8),
             "query tokens are the id vocab"
         );
+    }
+
+    fn tokens(split: &Split) -> (&[i64], usize) {
+        match &split.inputs {
+            HostInputs::Tokens { values, width } => (values, *width),
+            _ => unreachable!("a stream's samples are tokens"),
+        }
+    }
+
+    #[test]
+    fn a_stream_sample_is_seq_len_tokens_and_its_targets_the_next_ones() {
+        let data = DataConfig {
+            kind: DataKind::Stream,
+            samples: 64,
+            seq_len: 16,
+            vocab: 50,
+            ..DataConfig::default()
+        };
+        let set = Dataset::build(&data, 5).unwrap();
+        assert_eq!((set.train.len, set.test.len), (48, 16));
+        assert_eq!(
+            (set.classes, set.targets_per_sample, set.scored_from),
+            (50, 16, 0)
+        );
+        for split in [&set.train, &set.test] {
+            let (values, width) = tokens(split);
+            assert_eq!(width, 16);
+            assert_eq!(values.len(), split.len * 16);
+            assert_eq!(split.targets.len(), split.len * 16);
+            assert!(
+                values
+                    .iter()
+                    .chain(&split.targets)
+                    .all(|&t| (0..50).contains(&t))
+            );
+            for (sample, next) in values.chunks(16).zip(split.targets.chunks(16)) {
+                // Shifted by one: the target at position i is the input at i + 1, and the
+                // last target is the one token drawn beyond the sample.
+                assert_eq!(sample[1..], next[..15]);
+            }
+        }
+        // A decoder's view of a stream is the stream itself.
+        assert_eq!(set.clone().next_token(), set);
+        // Plans see the same shapes.
+        let shapes = Dataset::shapes(&data, set.train.len, set.test.len);
+        assert_eq!(shapes.train.inputs.width(), 16);
+        assert_eq!(
+            (
+                shapes.classes,
+                shapes.targets_per_sample,
+                shapes.scored_from
+            ),
+            (set.classes, set.targets_per_sample, set.scored_from)
+        );
+        assert_eq!(shapes.next_token().targets_per_sample, 16);
+    }
+
+    #[test]
+    fn a_stream_is_the_same_for_a_seed_and_another_for_another_seed() {
+        let data = DataConfig {
+            kind: DataKind::Stream,
+            samples: 32,
+            seq_len: 8,
+            vocab: 32_000,
+            ..DataConfig::default()
+        };
+        let a = Dataset::build(&data, 1).unwrap();
+        assert_eq!(a, Dataset::build(&data, 1).unwrap());
+        let c = Dataset::build(&data, 2).unwrap();
+        assert_ne!(tokens(&a.train).0, tokens(&c.train).0);
     }
 
     #[test]

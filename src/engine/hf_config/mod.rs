@@ -17,7 +17,7 @@ mod fields;
 
 use serde_json::Value;
 
-use super::config::{InputKind, ModelConfig, RunConfig};
+use super::config::{DataKind, InputKind, ModelConfig, OpPath, RunConfig};
 use super::error::ConfigError;
 
 pub use families::Family;
@@ -40,6 +40,58 @@ pub struct HfModel {
     pub dropout: Vec<(String, f64)>,
     /// The rotary scaling type (`rope_scaling`), when there is one.
     pub rope_scaling: Option<String>,
+}
+
+/// Fields the user states (in a `--config` file or a `--set`), which keep their values over what
+/// a Hugging Face user gets without asking. A preset states nothing a user chose.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stated {
+    /// `data.kind`; otherwise the run trains on the next-token stream, as a causal language
+    /// model does.
+    pub data_kind: bool,
+    /// `strategies.attention`; otherwise fused, as transformers' default attention (SDPA)
+    /// keeps no `L x L` scores for backward.
+    pub attention: bool,
+}
+
+impl Stated {
+    /// What a config file's JSON states (nothing, if it is not a JSON object).
+    pub fn in_json(text: &str) -> Self {
+        Self::in_value(&serde_json::from_str(text).unwrap_or(Value::Null))
+    }
+
+    /// What a `--set PATH=VALUE` states (`data.kind=sort`, or a whole section:
+    /// `strategies={"attention": "naive"}`).
+    pub fn in_set(assignment: &str) -> Self {
+        let Some((path, raw)) = assignment.split_once('=') else {
+            return Self::default();
+        };
+        let value = serde_json::from_str(raw.trim()).unwrap_or(Value::String(raw.into()));
+        let doc = path.trim().split('.').rev().fold(value, |inner, key| {
+            Value::Object(serde_json::Map::from_iter([(key.to_string(), inner)]))
+        });
+        Self::in_value(&doc)
+    }
+
+    fn in_value(doc: &Value) -> Self {
+        let has = |section: &str, field: &str| {
+            doc.get(section)
+                .and_then(|section| section.get(field))
+                .is_some()
+        };
+        Self {
+            data_kind: has("data", "kind"),
+            attention: has("strategies", "attention"),
+        }
+    }
+
+    /// Stated by either.
+    pub fn or(self, other: Self) -> Self {
+        Self {
+            data_kind: self.data_kind || other.data_kind,
+            attention: self.attention || other.attention,
+        }
+    }
 }
 
 /// Read a `config.json`. Errors name the JSON field and what vramlab accepts there.
@@ -137,40 +189,75 @@ fn architectures(family: Family, fields: &Fields) -> Result<(), ConfigError> {
 }
 
 impl HfModel {
-    /// `base` with this model, and what must follow it: the base's sequence task needs a row in
-    /// the token table for each of its tokens and its query token, and a position for each of
-    /// its `2 x data.seq_len` tokens (in the attention window too). Where the base's data does
-    /// not fit, `data.vocab` and `data.seq_len` shrink to what does, and a note says so; later
-    /// `--set`s are the user's and are validated as they are. `fallback_name` names the run
-    /// when the file does not (`_name_or_path`).
-    pub fn apply(&self, base: RunConfig, fallback_name: &str) -> (RunConfig, Vec<String>) {
+    /// `base` with this model, trained as a Hugging Face user trains it unless `stated` says
+    /// the base chose otherwise: on the next-token stream (`data.seq_len` tokens a sample) and
+    /// with fused attention (SDPA, transformers' default); the loss stays naive, as
+    /// transformers computes it over f32 logits. Then what must follow the model: the data
+    /// needs a row in the token table for each of its tokens (and a query task's query token),
+    /// and a position for each token of a sample (in the attention window too). Where the
+    /// base's data does not fit, `data.vocab` and `data.seq_len` shrink to what does, and a note
+    /// says so; later `--set`s are the user's and are validated as they are. `fallback_name`
+    /// names the run when the file does not (`_name_or_path`).
+    pub fn apply(
+        &self,
+        base: RunConfig,
+        fallback_name: &str,
+        stated: Stated,
+    ) -> (RunConfig, Vec<String>) {
         let mut config = base;
         let mut notes = Vec::new();
         config.model = self.model.clone();
         config.name = self.name.clone().unwrap_or_else(|| fallback_name.into());
+        if !stated.data_kind && config.data.kind != DataKind::Stream {
+            notes.push(format!(
+                "data.kind {} -> stream: a causal language model trains on next tokens, \
+                 data.seq_len = {} of them a sample (--set data.kind={} keeps the base's task)",
+                config.data.kind.name(),
+                config.data.seq_len,
+                config.data.kind.name(),
+            ));
+            config.data.kind = DataKind::Stream;
+        }
+        if !stated.attention && config.strategies.attention != OpPath::Fused {
+            notes.push(
+                "strategies.attention = fused, as transformers' default attention (SDPA) keeps \
+                 no L x L scores for backward (--set strategies.attention=naive for eager \
+                 attention)"
+                    .to_string(),
+            );
+            config.strategies.attention = OpPath::Fused;
+        }
         if config.data.kind.input_kind() != InputKind::Tokens {
             // Validation says which data the model takes; nothing here to fit.
             return (config, notes);
         }
+        let stream = config.data.kind == DataKind::Stream;
         let rows = self.model.vocab;
-        if config.data.vocab + 1 > rows {
+        if config.data.token_ids() > rows {
+            let vocab = if stream { rows } else { rows - 1 };
             notes.push(format!(
-                "data.vocab {} -> {}: the model's {rows} tokens (vocab_size) hold the task's \
-                 tokens and its query token",
+                "data.vocab {} -> {vocab}: the model's {rows} tokens (vocab_size) hold the \
+                 task's tokens{}",
                 config.data.vocab,
-                rows - 1,
+                if stream { "" } else { " and its query token" },
             ));
-            config.data.vocab = rows - 1;
+            config.data.vocab = vocab;
         }
         let (room, field) = self.longest_sequence();
-        if 2 * config.data.seq_len > room {
+        if config.data.sample_tokens() > room {
+            let (seq_len, sample) = if stream {
+                (room, "data.seq_len tokens")
+            } else {
+                (
+                    room / 2,
+                    "2 x data.seq_len tokens (the sequence and its answer)",
+                )
+            };
             notes.push(format!(
-                "data.seq_len {} -> {}: each sample is 2 x data.seq_len tokens (the sequence \
-                 and its answer), and {field} is {room}",
+                "data.seq_len {} -> {seq_len}: each sample is {sample}, and {field} is {room}",
                 config.data.seq_len,
-                room / 2
             ));
-            config.data.seq_len = room / 2;
+            config.data.seq_len = seq_len;
         }
         (config, notes)
     }
@@ -180,17 +267,20 @@ impl HfModel {
     /// full attention), dropout, the checkpoint's dtype, rotary scaling.
     pub fn notes_for(&self, config: &RunConfig) -> Result<Vec<String>, ConfigError> {
         let mut notes = Vec::new();
-        let tokens = 2 * config.data.seq_len;
+        let tokens = config.data.sample_tokens();
         if let Some(window) = self.sliding_window {
             if tokens > window {
+                let (sample, most) = match config.data.kind {
+                    DataKind::Stream => ("data.seq_len", window),
+                    _ => ("2 x data.seq_len", window / 2),
+                };
                 return Err(ConfigError::invalid(
                     "sliding_window",
                     format!(
-                        "{window} tokens, fewer than the {tokens} of each sample (2 x \
+                        "{window} tokens, fewer than the {tokens} of each sample ({sample}, \
                          data.seq_len = {}); vramlab plans full causal attention, not a window: \
-                         --set data.seq_len={} or less",
+                         --set data.seq_len={most} or less",
                         config.data.seq_len,
-                        window / 2
                     ),
                 ));
             }

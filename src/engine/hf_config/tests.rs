@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::engine::config::ModelKind;
+use crate::engine::config::{DataKind, ModelKind, OpPath};
 use crate::engine::presets::preset;
 
 const GPT2: &str = include_str!("../../../tests/data/hf/gpt2.json");
@@ -49,10 +49,57 @@ fn gpt2_reads_as_the_decoder_with_its_tables() {
     assert_eq!((m.vocab, m.positions), (50257, 1024));
     let drops: Vec<&str> = hf.dropout.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(drops, ["attn_pdrop", "embd_pdrop", "resid_pdrop"]);
-    let (config, notes) = hf.apply(preset("gpt2-small").unwrap(), "gpt2");
-    assert!(notes.is_empty(), "{notes:?}");
+    let (config, notes) = hf.apply(preset("gpt2-small").unwrap(), "gpt2", Stated::default());
+    assert_eq!(notes.len(), 1, "only the attention is changed: {notes:?}");
+    assert!(
+        notes[0].starts_with("strategies.attention = fused"),
+        "{notes:?}"
+    );
     assert_eq!(config.name, "gpt2");
     assert_eq!((config.token_rows(), config.position_rows()), (50257, 1024));
+}
+
+#[test]
+fn a_model_trains_as_transformers_would_unless_the_base_states_otherwise() {
+    let hf = read(LLAMA2).unwrap();
+    let (config, notes) = hf.apply(preset("sort-llama").unwrap(), "x", Stated::default());
+    assert_eq!(config.data.kind, DataKind::Stream);
+    assert_eq!(
+        config.data.sample_tokens(),
+        8,
+        "data.seq_len tokens a sample"
+    );
+    assert_eq!(config.strategies.attention, OpPath::Fused);
+    assert_eq!(config.strategies.cross_entropy, OpPath::Naive);
+    assert!(
+        notes[0].starts_with("data.kind sort -> stream"),
+        "{notes:?}"
+    );
+    let stated =
+        Stated::in_json(r#"{"data": {"kind": "sort"}, "strategies": {"attention": "naive"}}"#);
+    assert_eq!(
+        stated,
+        Stated {
+            data_kind: true,
+            attention: true
+        }
+    );
+    let (config, notes) = hf.apply(preset("sort-llama").unwrap(), "x", stated);
+    assert_eq!(config.data.kind, DataKind::Sort);
+    assert_eq!(config.strategies.attention, OpPath::Naive);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(
+        Stated::in_json(r#"{"data": {"seq_len": 4}}"#),
+        Stated::default()
+    );
+    let set = |assignment| Stated::in_set(assignment);
+    assert!(set("data.kind=sort").data_kind && !set("data.kind=sort").attention);
+    assert!(set(r#"strategies={"attention": "naive"}"#).attention);
+    assert_eq!(set("data.seq_len=2048"), Stated::default());
+    assert_eq!(
+        set("data.kind=sort").or(set(" strategies.attention = naive")),
+        stated
+    );
 }
 
 #[test]
@@ -70,32 +117,80 @@ fn qwen2_has_its_qkv_biases_tied_output_and_no_window_unless_asked() {
 #[test]
 fn the_base_data_shrinks_to_fit_the_model_and_says_so() {
     let hf = read(GPT2).unwrap();
-    // llama2-7b's samples are 2 x 1024 tokens; GPT-2 has 1024 positions.
-    let (config, notes) = hf.apply(preset("llama2-7b").unwrap(), "gpt2");
-    assert_eq!(config.data.seq_len, 512);
-    assert!(notes[0].contains("n_positions is 1024"), "{notes:?}");
+    // llama2-7b's samples are 2,048 tokens; GPT-2 has 1024 positions.
+    let (config, notes) = hf.apply(preset("llama2-7b").unwrap(), "gpt2", Stated::default());
+    assert_eq!(config.data.seq_len, 1024);
+    let fit = notes
+        .iter()
+        .find(|n| n.starts_with("data.seq_len 2048 -> 1024"));
+    assert!(
+        fit.is_some_and(|n| n.contains("n_positions is 1024")),
+        "{notes:?}"
+    );
     config.validate_for(crate::engine::Purpose::Plan).unwrap();
 
     let small = read(&with(LLAMA2, "vocab_size", json!(1000))).unwrap();
-    let (config, notes) = small.apply(preset("llama2-7b").unwrap(), "x");
-    assert_eq!(config.data.vocab, 999);
-    assert!(notes[0].starts_with("data.vocab 31999 -> 999"), "{notes:?}");
+    let (config, notes) = small.apply(preset("llama2-7b").unwrap(), "x", Stated::default());
+    assert_eq!(config.data.vocab, 1000);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("data.vocab 32000 -> 1000")),
+        "{notes:?}"
+    );
+
+    // A query task keeps a row for its query token and a position for each query.
+    let (config, notes) = small.apply(
+        preset("sort-llama").unwrap(),
+        "x",
+        Stated {
+            data_kind: true,
+            attention: false,
+        },
+    );
+    let mut long = preset("sort-llama").unwrap();
+    long.data.vocab = 5000;
+    long.data.seq_len = 4000;
+    assert_eq!(config.data.vocab, 8, "sort-llama's 8 tokens fit");
+    let (config, notes_long) = small.apply(
+        long,
+        "x",
+        Stated {
+            data_kind: true,
+            attention: false,
+        },
+    );
+    assert_eq!((config.data.vocab, config.data.seq_len), (999, 2048));
+    assert!(
+        notes.len() == 1 && notes_long.len() == 3,
+        "{notes:?} {notes_long:?}"
+    );
 }
 
 #[test]
 fn a_sliding_window_is_planned_as_full_attention_only_when_the_samples_fit() {
     let hf = read(MISTRAL).unwrap();
     assert_eq!(hf.sliding_window, Some(4096));
-    let (mut config, notes) = hf.apply(preset("llama2-7b").unwrap(), "mistral");
-    assert!(notes.is_empty());
+    let (mut config, notes) = hf.apply(preset("llama2-7b").unwrap(), "mistral", Stated::default());
+    assert!(!notes.iter().any(|n| n.starts_with("data.")), "{notes:?}");
     let notes = hf.notes_for(&config).unwrap();
     assert!(
         notes[0].contains("full causal attention is what is planned"),
         "{notes:?}"
     );
+    // A stream's sample is data.seq_len tokens: 4,096 fill the window, 4,097 do not.
     config.data.seq_len = 4096;
+    assert!(hf.notes_for(&config).is_ok());
+    config.data.seq_len = 4097;
     let err = hf.notes_for(&config).unwrap_err();
     assert_eq!(err.field(), Some("sliding_window"));
+    assert!(
+        err.to_string().contains("--set data.seq_len=4096 or less"),
+        "{err}"
+    );
+    config.data.kind = DataKind::Sort;
+    config.data.seq_len = 2049;
+    let err = hf.notes_for(&config).unwrap_err();
     assert!(
         err.to_string().contains("--set data.seq_len=2048 or less"),
         "{err}"
@@ -211,7 +306,7 @@ fn rope_scaling_and_the_checkpoint_dtype_are_said_not_guessed() {
         json!({"type": "linear", "factor": 2.0}),
     );
     let hf = read(&scaled).unwrap();
-    let (config, _) = hf.apply(preset("llama2-7b").unwrap(), "x");
+    let (config, _) = hf.apply(preset("llama2-7b").unwrap(), "x", Stated::default());
     let notes = hf.notes_for(&config).unwrap().join("\n");
     assert!(notes.contains("torch_dtype = float16"), "{notes}");
     assert!(notes.contains("rope_scaling \"linear\""), "{notes}");

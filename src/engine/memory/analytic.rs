@@ -168,10 +168,13 @@ pub(crate) fn data_shape(config: &RunConfig) -> (usize, usize, usize) {
             let (classes, per_sample) = classes_and_targets(data);
             (input_width(data), classes, per_sample)
         }
-        // A decoder predicts the next token, the query id included, at every position.
-        InputKind::Tokens if is_decoder(config) => {
-            (2 * data.seq_len, config.token_rows(), 2 * data.seq_len)
-        }
+        // A decoder predicts the next token (a query task's query id included) at every
+        // position.
+        InputKind::Tokens if is_decoder(config) => (
+            data.sample_tokens(),
+            config.token_rows(),
+            data.sample_tokens(),
+        ),
         InputKind::Tokens => (2 * data.seq_len, data.vocab, data.seq_len),
     }
 }
@@ -422,7 +425,7 @@ impl Trained {
             _ => 0,
         };
         let positions = match config.data.kind.input_kind() {
-            InputKind::Tokens => 2 * config.data.seq_len as u64,
+            InputKind::Tokens => config.data.sample_tokens() as u64,
             _ => 1,
         };
         let low_rank_per_sample = match s.trainable {
@@ -455,7 +458,7 @@ impl Trained {
             ModelKind::Mlp | ModelKind::Cnn => {
                 layers.iter().map(|l| l.output_bytes).max().unwrap_or(0)
             }
-            _ => 2 * config.data.seq_len as u64 * b * m.width.max(m.ff) as u64 * F32,
+            _ => config.data.sample_tokens() as u64 * b * m.width.max(m.ff) as u64 * F32,
         }
     }
 
@@ -474,7 +477,7 @@ impl Trained {
 /// each tensor is freed once the next operation has read it.
 fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
     let m = &config.model;
-    let length = 2 * config.data.seq_len as u64;
+    let length = config.data.sample_tokens() as u64;
     match m.kind {
         // One layer at a time: its input, its output before and after the activation.
         ModelKind::Mlp | ModelKind::Cnn => layers_for(config, n)
@@ -532,7 +535,7 @@ const RECURRENT_STEP_TEMPORARIES: u64 = 7;
 ///   backward) and two score tensors [b, heads, L, L] (softmax's backward).
 fn backward_working_set(config: &RunConfig, b: u64) -> u64 {
     let m = &config.model;
-    let length = 2 * config.data.seq_len as u64;
+    let length = config.data.sample_tokens() as u64;
     let bytes = match m.kind {
         ModelKind::Mlp | ModelKind::Cnn => {
             return layers_for(config, b)
@@ -645,7 +648,7 @@ fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> 
 fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
     let lstm = config.model.kind == ModelKind::Lstm;
     let h = config.model.width;
-    let length = 2 * config.data.seq_len as u64;
+    let length = config.data.sample_tokens() as u64;
     let tokens = config.data.vocab + 1;
     let gates = if lstm { 4 } else { 3 };
     // Tensors of [batch, width] burn's GRU and LSTM keep per time step for backward: the gates'
@@ -692,7 +695,7 @@ fn sequence_logits_kept(config: &RunConfig, classes: usize, b: u64) -> u64 {
 fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
     let m = &config.model;
     let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
-    let length = 2 * config.data.seq_len as u64;
+    let length = config.data.sample_tokens() as u64;
     let tokens = config.token_rows() as u64;
     let positions = config.position_rows() as u64;
     let decoder = is_decoder(config);
@@ -795,7 +798,7 @@ fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
     let m = &config.model;
     let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
     let kv_width = d / heads * m.kv_heads() as u64;
-    let length = 2 * config.data.seq_len as u64;
+    let length = config.data.sample_tokens() as u64;
     let tokens = config.token_rows() as u64;
     let embedding = LayerEstimate::new(
         format!("token embedding {tokens}x{d}"),

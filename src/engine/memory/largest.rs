@@ -107,7 +107,7 @@ pub fn largest_tensors(config: &RunConfig) -> Vec<Oversized> {
         ModelKind::Gru | ModelKind::Lstm | ModelKind::Transformer | ModelKind::Llama => {
             let width = model.width as u64;
             let tokens = config.token_rows() as u64;
-            let positions = 2 * data.seq_len as u64;
+            let positions = data.sample_tokens() as u64;
             // A decoder's outputs are its tokens; a classifier's the data's vocabulary.
             let outputs = if model.is_decoder() {
                 tokens

@@ -162,7 +162,7 @@ fn hf_config_json(bytes: &[u8]) -> bool {
     let Ok(base) = preset(model.family.base_preset()) else {
         return false;
     };
-    let (config, _) = model.apply(base, "fuzzed");
+    let (config, _) = model.apply(base, "fuzzed", hf_config::Stated::default());
     model.notes_for(&config).is_ok() && config.validate_for(Purpose::Plan).is_ok()
 }
 
