@@ -148,6 +148,18 @@ fn a_run_with_layer_checkpointing_follows_the_run_without() {
         "sort-llama",
         &[deep[0], deep[1], "strategies.trainable=lora", "strategies.lora_rank=4"],
     );
+    // f16 compute from f32 master weights: the blocks' parameters are f16 copies (tracked
+    // non-leaves), whose gradients must reach the masters through the casts.
+    let shader_f16 = {
+        let (_lock, gpu) = gpu();
+        gpu.adapter.shader_f16
+    };
+    if shader_f16 {
+        run_follows(
+            "sort-llama",
+            &[deep[0], deep[1], "strategies.mixed_precision=f16"],
+        );
+    }
 }
 
 #[test]

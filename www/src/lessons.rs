@@ -136,7 +136,10 @@ async fn measure(
 /// software GPU (SwiftShader) minutes a card: "Run all lessons" leaves them to their own card's
 /// button.
 fn runs_alone(claim: &Claim) -> bool {
-    matches!(claim.base.preset, "sort-transformer" | "sort-gpt")
+    matches!(
+        claim.base.preset,
+        "sort-transformer" | "sort-gpt" | "sort-llama"
+    )
 }
 
 /// Run `claim`'s two runs, unless this front cannot measure it, or it runs only on its own

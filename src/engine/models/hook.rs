@@ -35,6 +35,9 @@ pub enum Op {
     Activation,
     /// The residual sums.
     Residual,
+    /// A whole block run as one recomputed node (`strategies.checkpointing = layers`): what it
+    /// keeps is the block's input.
+    Block,
     /// The logits.
     Logits,
     /// The cross-entropy loss.
@@ -53,6 +56,7 @@ impl Op {
             Self::Attention => "attention output (naive: weights x V; fused: the whole op)",
             Self::Activation => "GELU, or a llama's SiLU gate times up",
             Self::Residual => "residual sums",
+            Self::Block => "block inputs (each block recomputed in backward)",
             Self::Logits => "logits",
             Self::Loss => "loss",
         }

@@ -146,7 +146,7 @@ impl Llama {
             x = match self.recompute {
                 true => {
                     let x = recompute::checkpointed(&self.layer(block), x);
-                    hook.after(Op::Residual);
+                    hook.after(Op::Block);
                     x
                 }
                 false => self.layer(block).run(x, hook),

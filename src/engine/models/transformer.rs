@@ -156,7 +156,7 @@ impl Transformer {
             x = match self.recompute {
                 true => {
                     let x = recompute::checkpointed(&layer, x);
-                    hook.after(Op::Residual);
+                    hook.after(Op::Block);
                     x
                 }
                 false => layer.run(x, hook),
