@@ -154,6 +154,31 @@ fn fused_attention_and_loss_plan_exactly() {
     }
 }
 
+#[test]
+fn a_quantized_base_plans_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    for sets in [
+        &[
+            "strategies.weight_dtype=q4",
+            "strategies.trainable=lora",
+            "strategies.attention=fused",
+        ][..],
+        &["strategies.weight_dtype=q8", "strategies.trainable=head"][..],
+    ] {
+        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, "sort-llama", sets, 64);
+        println!(
+            "sort-llama b64 {sets:?}: {} readings differ; reserved within {reserved_gap} B",
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{sets:?}: {differ:#?}");
+        assert!(
+            reserved_gap <= page,
+            "{sets:?}: reserved {reserved_gap} B apart"
+        );
+    }
+}
+
 /// `vramlab plan --json`, parsed.
 fn plan_cli(args: &[&str]) -> Plan {
     let mut all = vec!["plan", "--json"];
@@ -180,6 +205,50 @@ fn a_model_bigger_than_the_device_plans_in_seconds() {
     assert!(planned.high_water_in_use_bytes > gpu.adapter.max_buffer_size);
     // Weights, gradients and Adam's two moments are all alive during the optimizer's step.
     assert!(planned.high_water_in_use_by_phase[&Phase::Optimizer] >= 4 * 4 * params);
+}
+
+#[test]
+fn a_q4_plan_stores_the_body_in_blocks() {
+    let lora = [
+        "--preset",
+        "sort-llama",
+        "--set",
+        "model.width=256",
+        "--set",
+        "model.ff=704",
+        "--set",
+        "strategies.trainable=lora",
+        "--set",
+    ];
+    let with = |dtype: &str| {
+        let mut args = lora.to_vec();
+        let set = format!("strategies.weight_dtype={dtype}");
+        args.push(&set);
+        plan_cli(&args)
+    };
+    let (f16, q4) = (with("f16"), with("q4"));
+    let stored = q4.quantized.expect("a q4 plan says what its base stores");
+    let ratio = q4.weight_bytes as f64 / f16.weight_bytes as f64;
+    println!(
+        "sort-llama width 256, LoRA: weights {} B in f16, {} B in q4 ({ratio:.3}x); {} values \
+         in {} blocks",
+        f16.weight_bytes,
+        q4.weight_bytes,
+        stored.values,
+        stored.format.describe()
+    );
+    assert!(f16.quantized.is_none());
+    assert_eq!(stored.untiled_matrices, 0);
+    // 4.25 bits a body weight against 16, the f32 adapters and f16 rest on top.
+    assert!((0.25..0.35).contains(&ratio), "{ratio}");
+    // The analytic estimate counts the same blocks; it leaves out the rotary tables (not
+    // parameters) and the allocator's alignment.
+    let gap = q4.predicted.params.abs_diff(q4.weight_bytes);
+    assert!(
+        gap < q4.weight_bytes / 20,
+        "estimate {} B",
+        q4.predicted.params
+    );
 }
 
 #[test]
