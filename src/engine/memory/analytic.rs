@@ -257,6 +257,11 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         // The f16 copy of the weights each forward pass computes with, kept for backward.
         activations += param_count * 2;
     }
+    if quantized.is_some() {
+        // f32 adapters beside a quantized base are cast to the f16 activations for their
+        // products, and those copies are kept for backward (`models::dense`).
+        activations += trained.adapters * weight_bytes;
+    }
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;
     let leak_per_step = match config.strategies.loss_bookkeeping {
         LossBookkeeping::Scalar | LossBookkeeping::Tensor => 0,

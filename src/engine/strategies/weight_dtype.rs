@@ -403,3 +403,36 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_is_a_row_run_where_the_width_allows_else_a_narrower_run_over_rows() {
+        let q4 = BlockFormat::of(WeightDtype::Q4, true).unwrap();
+        let q8 = BlockFormat::of(WeightDtype::Q8, true).unwrap();
+        // Llama-2-7B's projections, and sort-llama's 32-wide key/value and 176-wide feed-forward.
+        assert_eq!(q4.tile(4096, 11008), Some([1, 64]));
+        assert_eq!(q4.tile(11008, 4096), Some([1, 64]));
+        assert_eq!(q4.tile(64, 32), Some([2, 32]));
+        assert_eq!(q4.tile(64, 176), Some([4, 16]));
+        assert_eq!(q8.tile(64, 176), Some([2, 16]));
+        // Whole words only: 8 q4 values a word; a block's rows must divide the input width.
+        assert_eq!(q4.tile(64, 12), None);
+        assert_eq!(q4.tile(3, 8), None);
+        assert_eq!(q8.tile(3, 4), None);
+        assert_eq!(BlockFormat::of(WeightDtype::F16, true), None);
+    }
+
+    #[test]
+    fn a_matrix_takes_its_words_and_one_scale_a_block() {
+        let q4 = BlockFormat::of(WeightDtype::Q4, true).unwrap();
+        // 4096 x 11008: 45,088,768 values, half a byte each, 704,512 blocks of 64.
+        assert_eq!(q4.matrix_bytes(4096, 11008), (22_544_384, 1_409_024));
+        let q8 = BlockFormat::of(WeightDtype::Q8, false).unwrap();
+        // f32 scales where the adapter has no f16: 64 x 64 in 128 blocks of 32.
+        assert_eq!(q8.matrix_bytes(64, 64), (4096, 512));
+        assert_eq!(q4.describe(), "4-bit blocks of 64 with f16 scales");
+    }
+}
