@@ -450,9 +450,11 @@ mod tests {
                 "strategies.data_residency",
                 "strategies.memory_pool",
                 "strategies.weight_dtype",
+                "strategies.weight_dtype",
             ]
         );
-        // int8 weights need no f16: only model.half() of the two weight claims is refused.
+        // int8 weights need no f16: model.half() and the q4 base (whose rest is f16) are
+        // refused, the int8 claim is not.
         assert!(
             refused_on(PAGE_ON_SWIFTSHADER)
                 .iter()

@@ -17,6 +17,7 @@ use super::memory::largest::{Oversized, oversized};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
 use super::overrides::apply_overrides;
 use super::phase::Phase;
+use super::strategies::weight_dtype::QuantizedWeights;
 use super::train::{KeptBytes, PredictedBytes, Run, Timeline};
 use super::validate::Purpose;
 
@@ -41,6 +42,9 @@ pub struct Plan {
     pub adapter_params: u64,
     /// In use once the parameters exist: the weights as stored.
     pub weight_bytes: u64,
+    /// `weight_dtype` = `q4` or `q8`: what the quantized base stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized: Option<QuantizedWeights>,
     /// The most bytes in use at any kernel launch or check point, training and evaluation.
     pub high_water_in_use_bytes: u64,
     /// The most bytes the pools held (pages carved, none of them backed by device memory).
@@ -192,6 +196,7 @@ pub async fn plan(
         high_water_by_category: summary.high_water_by_category,
         category_sizes: summary.category_sizes,
         weight_bytes: summary.weight_bytes,
+        quantized: summary.quantized,
         high_water_in_use_bytes: summary.high_water_in_use_bytes,
         high_water_reserved_bytes: summary.high_water_reserved_bytes,
         high_water_in_use_by_phase: summary.high_water_in_use_by_phase.clone(),

@@ -12,6 +12,7 @@ mod high_water;
 mod imports;
 mod memory;
 mod plan;
+mod qlora;
 mod readme;
 mod strategies;
 mod support;

@@ -7,6 +7,7 @@ use vramlab::engine::memory::sampler::largest_page_bytes;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, Plan};
 use vramlab::engine::presets::PRESETS;
+use vramlab::engine::strategies::catalog;
 
 use crate::suite::support::{config, gpu, mib, run, vramlab_json};
 
@@ -190,6 +191,14 @@ fn layer_checkpointing_plans_exactly() {
             ][..],
         ),
         ("sort-gpt", &["strategies.checkpointing=layers"][..]),
+        (
+            "sort-llama",
+            &[
+                "strategies.checkpointing=layers",
+                "strategies.trainable=lora",
+                "strategies.weight_dtype=q4",
+            ][..],
+        ),
     ] {
         let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset, sets, 64);
         println!(
@@ -198,6 +207,31 @@ fn layer_checkpointing_plans_exactly() {
         );
         assert!(differ.is_empty(), "{preset} {sets:?}: {differ:#?}");
         assert!(reserved_gap <= page, "{preset}: reserved {reserved_gap} B apart");
+    }
+}
+
+#[test]
+fn a_quantized_base_plans_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    for sets in [
+        &[
+            "strategies.weight_dtype=q4",
+            "strategies.trainable=lora",
+            "strategies.attention=fused",
+        ][..],
+        &["strategies.weight_dtype=q8", "strategies.trainable=head"][..],
+    ] {
+        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, "sort-llama", sets, 64);
+        println!(
+            "sort-llama b64 {sets:?}: {} readings differ; reserved within {reserved_gap} B",
+            differ.len()
+        );
+        assert!(differ.is_empty(), "{sets:?}: {differ:#?}");
+        assert!(
+            reserved_gap <= page,
+            "{sets:?}: reserved {reserved_gap} B apart"
+        );
     }
 }
 
@@ -227,6 +261,50 @@ fn a_model_bigger_than_the_device_plans_in_seconds() {
     assert!(planned.high_water_in_use_bytes > gpu.adapter.max_buffer_size);
     // Weights, gradients and Adam's two moments are all alive during the optimizer's step.
     assert!(planned.high_water_in_use_by_phase[&Phase::Optimizer] >= 4 * 4 * params);
+}
+
+#[test]
+fn a_q4_plan_stores_the_body_in_blocks() {
+    // The catalog's QLoRA lesson: LoRA of rank 2 on sort-llama at width 256.
+    let claim = catalog::claims()
+        .find(|(_, claim)| claim.folklore == "QLoRA: a 4-bit base")
+        .expect("the lesson")
+        .1;
+    let with = |dtype: &str| {
+        let mut args = vec!["--preset".to_string(), claim.base.preset.to_string()];
+        for set in claim.base.sets {
+            args.extend(["--set".to_string(), set.to_string()]);
+        }
+        args.extend(["--set".into(), format!("strategies.weight_dtype={dtype}")]);
+        plan_cli(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (f16, q4) = (with("f16"), with("q4"));
+    let stored = q4.quantized.expect("a q4 plan says what its base stores");
+    let ratio = q4.weight_bytes as f64 / f16.weight_bytes as f64;
+    println!(
+        "{}: weights {} B with an f16 base, {} B with a q4 base ({ratio:.3}x); {} values in {}",
+        claim.base.label(),
+        f16.weight_bytes,
+        q4.weight_bytes,
+        stored.values,
+        stored.format.describe()
+    );
+    assert!(f16.quantized.is_none());
+    assert_eq!(stored.untiled_matrices, 0);
+    // 4.25 bits a body weight against 16, with the f32 adapters and the f16 rest on top.
+    assert!(
+        (0.266..=claim.holds_at).contains(&ratio),
+        "{ratio} (the lesson holds at {})",
+        claim.holds_at
+    );
+    // The analytic estimate counts the same blocks; it leaves out the rotary tables (not
+    // parameters) and the allocator's alignment.
+    let gap = q4.predicted.params.abs_diff(q4.weight_bytes);
+    assert!(
+        gap < q4.weight_bytes / 50,
+        "estimate {} B",
+        q4.predicted.params
+    );
 }
 
 #[test]

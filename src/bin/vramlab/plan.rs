@@ -8,6 +8,7 @@ use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, PLAN_STEPS, Plan};
+use vramlab::engine::strategies::weight_dtype::QuantizedWeights;
 use vramlab::engine::{Gpu, RunConfig};
 
 use crate::report::size;
@@ -107,6 +108,8 @@ fn print_header(plan: &Plan) {
     };
     let precision = match (s.weight_dtype, s.training_precision()) {
         (WeightDtype::F16, _) => "all in f16",
+        (WeightDtype::Q4, _) => "body in 4-bit blocks, the rest in f16",
+        (WeightDtype::Q8, _) => "body in 8-bit blocks, the rest in f16",
         (_, MixedPrecision::F16) => "f16 compute on f32 weights",
         (_, MixedPrecision::F16Unscaled) => "all in f16",
         _ => "f32",
@@ -173,6 +176,9 @@ fn print_parameters(plan: &Plan) {
         size(plan.weight_bytes),
         s.weight_dtype.name()
     );
+    if let Some(q) = &plan.quantized {
+        print_quantized(plan, q);
+    }
     let share = 100.0 * plan.trainable_params as f64 / plan.params.max(1) as f64;
     let which = match s.trainable {
         Trainable::All => "every weight: gradients and optimizer state for all".to_string(),
@@ -189,6 +195,54 @@ fn print_parameters(plan: &Plan) {
         "  training {:>15}   {share:.2}%: {which}",
         grouped(plan.trainable_params)
     );
+}
+
+/// A quantized base's parameter bytes, explained: the blocks, the 16-bit rest, the adapters.
+fn print_quantized(plan: &Plan, q: &QuantizedWeights) {
+    // The scales are f16 exactly when the run computes in f16 (an adapter without shader-f16
+    // runs the rest, and the scales, in f32).
+    let rest_dtype = if q.format.scale_bytes == 2 {
+        "f16"
+    } else {
+        "f32"
+    };
+    let untiled = if q.untiled_matrices > 0 {
+        format!(
+            "; among them {} body matrices ({}) no block tiles",
+            q.untiled_matrices,
+            count(q.untiled_values)
+        )
+    } else {
+        String::new()
+    };
+    let adapters = if plan.adapter_params > 0 {
+        format!(", adapters {} in f32", count(plan.adapter_params))
+    } else {
+        String::new()
+    };
+    println!(
+        "  {}: {} body weights in {} ({}), {} in {rest_dtype} (embeddings, norms, biases, \
+         output{untiled}){adapters}",
+        size(plan.weight_bytes),
+        count(q.values),
+        q.format.describe(),
+        size(q.packed_bytes + q.scale_bytes),
+        count(plan.params - q.values),
+    );
+}
+
+/// A count in a few digits: 6.74 G, 40.0 M, 12.3 k.
+fn count(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.2} G", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.1} M", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.1} k", n / 1e3)
+    } else {
+        format!("{n}")
+    }
 }
 
 fn print_memory(plan: &Plan) {

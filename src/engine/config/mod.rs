@@ -516,7 +516,9 @@ pub struct Strategies {
     /// process (or page load).
     pub memory_pool: MemoryPool,
     /// How the weights are stored: f32, f16 for everything (`model.half()`: gradients and
-    /// optimizer state follow), or an int8-quantized copy for evaluation (training stays f32).
+    /// optimizer state follow), an int8-quantized copy for evaluation (training stays f32), or
+    /// a frozen body block-quantized to 4 or 8 bits with everything else in f16 (`q4`, `q8`:
+    /// QLoRA's base, for `trainable` = `lora` or `head`).
     pub weight_dtype: WeightDtype,
     /// Run the step through burn's ops and autodiff (`burn`), or, for a ReLU MLP, through
     /// vramlab's own fused WGSL kernels (`fused`: 3L + 1 dispatches a step, no graph).
@@ -583,7 +585,8 @@ impl Strategies {
     /// `mixed_precision` = `f16_unscaled` does.
     pub fn training_precision(&self) -> MixedPrecision {
         match self.weight_dtype {
-            WeightDtype::F16 => MixedPrecision::F16Unscaled,
+            // A quantized base keeps everything it does not quantize in f16, as QLoRA does.
+            WeightDtype::F16 | WeightDtype::Q4 | WeightDtype::Q8 => MixedPrecision::F16Unscaled,
             _ => self.mixed_precision,
         }
     }
@@ -616,6 +619,10 @@ pub enum WeightDtype {
     F16,
     /// Symmetric per-tensor int8 (burn's quantization) for evaluation.
     Int8,
+    /// The frozen body's weight matrices in 4-bit blocks (QLoRA's base); the rest in f16.
+    Q4,
+    /// The frozen body's weight matrices in 8-bit blocks; the rest in f16.
+    Q8,
 }
 
 impl WeightDtype {
@@ -624,7 +631,14 @@ impl WeightDtype {
             Self::F32 => "f32",
             Self::F16 => "f16",
             Self::Int8 => "int8",
+            Self::Q4 => "q4",
+            Self::Q8 => "q8",
         }
+    }
+
+    /// A frozen base stored block-quantized (`q4`, `q8`).
+    pub fn is_quantized_base(self) -> bool {
+        matches!(self, Self::Q4 | Self::Q8)
     }
 }
 

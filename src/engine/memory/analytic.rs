@@ -13,6 +13,12 @@
 //! to the parameters, and (training only the head) drops the activations no trainable weight
 //! lies behind.
 //!
+//! A quantized base (`strategies.weight_dtype` = `q4`, `q8`) stores the body's matrices in
+//! blocks (packed words and one scale a block, `weight_dtype::BlockFormat`), the rest of the
+//! parameters in f16 and LoRA's adapters (and so their gradients and optimizer state) in f32.
+//! Its layers keep nothing dequantized for backward, so the activations are an f16 base's; one
+//! weight dequantized to f16 is a transient of backward's working set (and of an evaluation's).
+//!
 //! [`Phase`]: super::Phase
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +29,7 @@ use crate::engine::config::{
 };
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
 use crate::engine::models::cnn_geometry;
+use crate::engine::strategies::weight_dtype::BlockFormat;
 
 const F32: u64 = 4;
 /// Token and class ids are stored as 32-bit integers on the wgpu backend.
@@ -250,7 +257,22 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         _ => F32,
     };
     let trained = Trained::of(config, &layers);
-    let params = (param_count + trained.adapters) * weight_bytes;
+    let quantized = QuantizedBody::of(config, &layers);
+    // What trains beside a quantized base is LoRA's f32 adapters or the f16 head.
+    let trained_bytes = match (&quantized, config.strategies.trainable) {
+        (Some(_), Trainable::Lora) => F32,
+        _ => weight_bytes,
+    };
+    let params = match &quantized {
+        None => (param_count + trained.adapters) * weight_bytes,
+        Some(body) => {
+            body.bytes + (param_count - body.values) * weight_bytes + trained.adapters * F32
+        }
+    };
+    // One body weight dequantized for a product, freed after it.
+    let dequantized = quantized
+        .as_ref()
+        .map_or(0, |body| body.largest * weight_bytes);
     if trained.head_only {
         // Nothing before the head trains, so no graph is recorded there.
         for layer in &mut layers {
@@ -276,6 +298,11 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     if precision == MixedPrecision::F16 {
         // The f16 copy of the weights each forward pass computes with, kept for backward.
         activations += param_count * 2;
+    }
+    if quantized.is_some() {
+        // f32 adapters beside a quantized base are cast to the f16 activations for their
+        // products, and those copies are kept for backward (`models::dense`).
+        activations += trained.adapters * weight_bytes;
     }
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;
     let leak_per_step = match config.strategies.loss_bookkeeping {
@@ -310,22 +337,24 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             // loss holds the logits, their log-softmax and one more logit-sized temporary
             // (GPT-2's 50k-word vocabulary makes that the evaluation's peak).
             EvalMode::NoGrad => {
-                inference_bytes(config, eval_n).max(match config.strategies.cross_entropy {
-                    // An encoder's answers are a slice of its logits, copied before the loss.
-                    OpPath::Naive if !is_decoder(config) => 3 * eval_logits,
-                    // A decoder's loss takes its logits whole: the log-softmax replaces them.
-                    OpPath::Naive => eval_logits,
-                    // The fused loss reads the logits a block of rows at a time.
-                    OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
-                })
+                (inference_bytes(config, eval_n) + dequantized).max(
+                    match config.strategies.cross_entropy {
+                        // An encoder's answers are a slice of its logits, copied before the loss.
+                        OpPath::Naive if !is_decoder(config) => 3 * eval_logits,
+                        // A decoder's loss takes its logits whole: the log-softmax replaces them.
+                        OpPath::Naive => eval_logits,
+                        // The fused loss reads the logits a block of rows at a time.
+                        OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
+                    },
+                )
             }
         };
     // Gradients come in the weights' dtype; so does the state of burn's optimizers, but
     // Adafactor's, which is f32 whatever the weights are.
-    let grads = trained.values * weight_bytes;
+    let grads = trained.values * trained_bytes;
     let state_bytes = match config.optimizer {
         OptimizerKind::Adafactor => F32,
-        _ => weight_bytes,
+        _ => trained_bytes,
     };
     let optimizer_state = trained.state_values(config.optimizer) * state_bytes;
     let resident = params + optimizer_state + resident_data;
@@ -351,6 +380,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         backward_working_set(config, micro)
             + trained.branch_gradient(config, &layers, micro)
             + recomputed
+            + dequantized
     };
     // Backward frees each layer's activations as it makes that layer's gradients: it starts with
     // every activation and the output layer's gradients, and ends with every gradient. When the
@@ -383,6 +413,41 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         peak,
         leak_per_step,
         layers,
+    }
+}
+
+/// A quantized base's body (`weight_dtype` = `q4`, `q8`): the matrices LoRA would adapt, less
+/// the output layer's, that the format's blocks tile (the others stay 16-bit), as
+/// `weight_dtype::quantize_body` stores them.
+struct QuantizedBody {
+    values: u64,
+    /// Packed words and scales.
+    bytes: u64,
+    /// Values of the largest such matrix.
+    largest: u64,
+}
+
+impl QuantizedBody {
+    fn of(config: &RunConfig, layers: &[LayerEstimate]) -> Option<Self> {
+        let format = BlockFormat::of(config.strategies.weight_dtype, true)?;
+        let mut body = Self {
+            values: 0,
+            bytes: 0,
+            largest: 0,
+        };
+        let matrices = layers.iter().filter(|l| !l.head).flat_map(|l| &l.adapted);
+        for &[d_in, d_out] in matrices {
+            let (d_in, d_out) = (d_in as usize, d_out as usize);
+            if format.tile(d_in, d_out).is_none() {
+                continue;
+            }
+            let (packed, scales) = format.matrix_bytes(d_in, d_out);
+            let values = (d_in * d_out) as u64;
+            body.values += values;
+            body.bytes += packed + scales;
+            body.largest = body.largest.max(values);
+        }
+        Some(body)
     }
 }
 

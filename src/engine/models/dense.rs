@@ -7,11 +7,20 @@
 //! only `x A` beside the input. [`dense`] computes it that way from the same adapter, so the
 //! memory a LoRA run measures is the memory LoRA users' runs hold; the models' own layers go
 //! through it (burn's GRU and LSTM cells call `Linear::forward` themselves and keep burn's way).
+//!
+//! A base stored quantized (`strategies.weight_dtype` = `q4`, `q8`) goes through
+//! `ops::quantized_linear`, which dequantizes it for the product and keeps nothing dequantized
+//! for backward. The adapter's factors may be stored in another float type than the layer
+//! computes in (f32 factors beside a quantized base's f16 activations): they are cast to the
+//! input's type for the product, as autocast does, so `x A` is kept in that type and the
+//! factors' gradients arrive in their own.
 
 use burn::module::{Module, ModuleVisitor, Param, ParamGroup, ParamId};
 use burn::nn::Linear;
-use burn::tensor::Tensor;
 use burn::tensor::module::linear;
+use burn::tensor::{DType, FloatDType, Tensor};
+
+use crate::engine::ops::quantized_linear;
 
 /// `x W + b`, or with a LoRA adapter on `W`, `x W + b + s (x A) B` without forming `W + s A B`.
 ///
@@ -19,13 +28,43 @@ use burn::tensor::module::linear;
 /// - input: `[..., d_input]`
 /// - output: `[..., d_output]`
 pub fn dense<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
+    let base = layer.weight.base();
+    let quantized = quantized_linear::is_quantized(&base);
+    let bias = || layer.bias.as_ref().map(Param::val);
     let Some(adapter) = layer.weight.adapter() else {
-        return layer.forward(x);
+        return if quantized {
+            with_bias(quantized_linear::forward(x, base), bias())
+        } else {
+            layer.forward(x)
+        };
     };
-    let bias = layer.bias.as_ref().map(Param::val);
-    let frozen = linear(x.clone(), layer.weight.base(), bias);
-    let low_rank = linear(linear(x, adapter.a.val(), None), adapter.b.val(), None);
+    let frozen = if quantized {
+        with_bias(quantized_linear::forward(x.clone(), base), bias())
+    } else {
+        linear(x.clone(), base, bias())
+    };
+    let dtype = x.dtype();
+    let a = in_dtype(adapter.a.val(), dtype);
+    let b = in_dtype(adapter.b.val(), dtype);
+    let low_rank = linear(linear(x, a, None), b, None);
     frozen + low_rank.mul_scalar(adapter.scale)
+}
+
+/// `y + b`, the bias broadcast over the leading dimensions, as `linear` adds it.
+fn with_bias<const D: usize>(y: Tensor<D>, bias: Option<Tensor<1>>) -> Tensor<D> {
+    match bias {
+        Some(bias) => y + bias.unsqueeze(),
+        None => y,
+    }
+}
+
+/// `t` in the float type `dtype` (a cast only where the two differ).
+fn in_dtype(t: Tensor<2>, dtype: DType) -> Tensor<2> {
+    if t.dtype() == dtype {
+        t
+    } else {
+        t.cast(FloatDType::from(dtype))
+    }
 }
 
 /// The ids of every float parameter of `module` with `rank` dimensions (any rank: `None`).

@@ -85,6 +85,11 @@ impl ModuleMapper for FreshLeaves {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let tracked = self.flags.next().unwrap_or(false);
         param.map(|tensor| {
+            // A quantized base (QLoRA's) is frozen and stays as `train` put it: a constant on
+            // the training backend, packed as it is stored.
+            if !tracked && super::quantized_linear::is_quantized(&tensor) {
+                return tensor;
+            }
             let mut fresh = <Ad as AutodiffBackend>::from_inner(raw(tensor.without_autodiff()));
             if tracked {
                 fresh = fresh.require_grad();

@@ -136,6 +136,21 @@ const WIDE_VOCAB: Base = Base {
     sets: &["data.vocab=4096", "batch_size=32", "eval_batch_size=64"],
 };
 
+/// LoRA of rank 2 on the sorting task's llama at width 256 (feed-forward 704, eleven words of
+/// 64): its body's weight matrices, 1.47 million values, outweigh its embedding and norms as a
+/// language model's do, and a step stays small.
+const LORA_LLAMA: Base = Base {
+    preset: "sort-llama",
+    sets: &[
+        "model.width=256",
+        "model.ff=704",
+        "strategies.trainable=lora",
+        "strategies.lora_rank=2",
+        "batch_size=32",
+        "eval_batch_size=64",
+    ],
+};
+
 /// Steps of a transformer lesson's runs: each is a few seconds on a software GPU.
 const TRANSFORMER_STEPS: usize = 6;
 
@@ -384,10 +399,11 @@ pub const CATALOG: &[Entry] = &[
              reserve in large steps."),
     ]),
     Entry {
-        f16_choices: &["f16"],
-        ..entry("strategies.weight_dtype", "weight precision", &["f32", "f16", "int8"],
+        f16_choices: &["f16", "q4", "q8"],
+        ..entry("strategies.weight_dtype", "weight precision", &["f32", "f16", "int8", "q4", "q8"],
         "f16: model.half(), gradients and optimizer state too; int8: quantized copy for \
-         evaluation", &[
+         evaluation; q4, q8: a frozen body in 4- or 8-bit blocks, the rest f16 (QLoRA's base, \
+         with trainable lora or head)", &[
         claim("model.half() halves the model", &SPIRAL,
             &[], &["strategies.weight_dtype=f16"], WeightBytes, 0.55, true)
             .because("f16 weights take two bytes each instead of four. Their gradients and the \
@@ -396,6 +412,13 @@ pub const CATALOG: &[Entry] = &[
             &[], &["strategies.weight_dtype=int8"], EvalWeightBytes, 0.3, true)
             .because("burn packs four int8 weights into each 32-bit word with one f32 scale per \
              tensor. Biases and matrices whose last dimension is not a multiple of 4 stay f32."),
+        claim("QLoRA: a 4-bit base", &LORA_LLAMA,
+            &["strategies.weight_dtype=f16"], &["strategies.weight_dtype=q4"], WeightBytes, 0.3,
+            true)
+            .because("The frozen body's matrices are stored as 4-bit integers, eight to a 32-bit \
+             word, with one f16 scale per block of 64: 4.25 bits a weight instead of 16, \
+             dequantized one layer at a time for each product. Embeddings and norms stay f16 and \
+             the adapters f32, so the model shrinks a little less than its body."),
     ])},
     entry("strategies.kernels", "kernels", &["burn", "fused"],
         "fused: vramlab's own WGSL step for a ReLU MLP (3L+1 dispatches, no autodiff graph)", &[

@@ -10,7 +10,7 @@
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
-use burn::tensor::{FloatDType, Tensor};
+use burn::tensor::{DType, FloatDType, Tensor};
 
 use crate::engine::config::{MixedPrecision, ModelKind, RunConfig, WeightDtype};
 use crate::engine::device::AdapterInfo;
@@ -40,7 +40,9 @@ impl Precision {
     pub fn new(config: &RunConfig, adapter: &AdapterInfo) -> Self {
         let strategies = &config.strategies;
         let (field, value) = match strategies.weight_dtype {
-            WeightDtype::F16 => ("strategies.weight_dtype", "f16"),
+            dtype @ (WeightDtype::F16 | WeightDtype::Q4 | WeightDtype::Q8) => {
+                ("strategies.weight_dtype", dtype.name())
+            }
             _ => (
                 "strategies.mixed_precision",
                 strategies.mixed_precision.name(),
@@ -162,8 +164,9 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Casts every float parameter. `as_leaf` makes the result a new trainable leaf (`model.half()`);
-/// otherwise the cast stays in the graph, tied to the original weights.
+/// Casts every float parameter but a quantized one (`weight_dtype` = `q4`, `q8`: a cast would
+/// dequantize it). `as_leaf` makes the result a new trainable leaf (`model.half()`); otherwise
+/// the cast stays in the graph, tied to the original weights.
 struct CastParams {
     dtype: FloatDType,
     as_leaf: bool,
@@ -173,6 +176,9 @@ impl ModuleMapper for CastParams {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let (dtype, as_leaf) = (self.dtype, self.as_leaf);
         param.map(|tensor| {
+            if matches!(tensor.dtype(), DType::QFloat(_)) {
+                return tensor;
+            }
             if !as_leaf {
                 return tensor.cast(dtype);
             }

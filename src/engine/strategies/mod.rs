@@ -49,6 +49,8 @@ pub struct Report {
     pub eval_weight_bytes: Option<u64>,
     /// Parameters in the model, training, and in LoRA adapters, counted once it is final.
     pub params: Option<trainable::ParamCounts>,
+    /// `weight_dtype` = `q4` or `q8`: what the quantized base stores.
+    pub quantized: Option<weight_dtype::QuantizedWeights>,
 }
 
 /// What a step's record gains from the strategies.
@@ -146,6 +148,9 @@ impl Hooks {
     pub fn new(config: &RunConfig, gpu: &Gpu) -> Self {
         let list: Vec<Box<dyn Strategy>> = vec![
             Box::new(checkpointing::Checkpointing::new(config)),
+            // Before the precision, which casts the rest to f16: each body matrix goes from its
+            // f32 initializer straight into blocks.
+            Box::new(weight_dtype::QuantizedBase::new(config, &gpu.adapter)),
             Box::new(mixed_precision::Precision::new(config, &gpu.adapter)),
             // After the precision: adapters take the precision their bases were given.
             Box::new(trainable::Trainable::new(config)),

@@ -7,7 +7,8 @@
 //! - `lora`: burn's `apply_lora` freezes every base parameter and gives each weight matrix of
 //!   the body (`Model::parts`) two trainable factors `A` (`[d_in, rank]`) and `B` (`[rank,
 //!   d_out]`, zeros), scaled by `lora_alpha / lora_rank`. The bases keep the precision
-//!   `weight_dtype` gives them, and the factors follow. The models' dense layers compute
+//!   `weight_dtype` gives them, and the factors follow a float base's (f32 or f16); beside a
+//!   quantized base (`q4`, `q8`) they are f32, burn's default. The models' dense layers compute
 //!   `x W + s (x A) B` (`models::dense`), as PEFT's LoRA layers do.
 //!
 //! What it reports: the parameters in all, those that train, and the adapters'.
@@ -80,16 +81,28 @@ impl Strategy for Trainable {
 /// What `trainable` and its LoRA settings refuse, naming the field.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let s = &config.strategies;
-    if s.trainable != Mode::All && s.weight_dtype == WeightDtype::Int8 {
-        // QLoRA's base is quantized and dequantized layer by layer, forward and backward. burn
-        // 0.22.1's matmul on a quantized weight under autodiff dequantizes it and keeps the
-        // dequantized copy for backward: more than an f16 base would hold.
+    if s.trainable == Mode::All && s.weight_dtype.is_quantized_base() {
         return Err(ConfigError::invalid(
             "strategies.weight_dtype",
             format!(
-                "int8 quantizes an evaluation copy; a frozen int8 base for training (QLoRA's) \
-                 is not built here: burn's matmul would keep each weight dequantized for \
-                 backward. With trainable = {}, use f16 (two bytes a frozen weight) or f32",
+                "{} stores a frozen base: quantized weights get no gradient and cannot train. \
+                 Use it with trainable = lora (QLoRA: adapters beside the 4- or 8-bit base) or \
+                 trainable = head; to train every weight, use f16 or f32",
+                s.weight_dtype.name()
+            ),
+        ));
+    }
+    if s.trainable != Mode::All && s.weight_dtype == WeightDtype::Int8 {
+        // int8 is the evaluation copy through burn's own quantized matmul, which under autodiff
+        // keeps each weight dequantized for backward: more than an f16 base would hold. A
+        // frozen quantized base for training is q4 or q8 (`ops::quantized_linear`).
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            format!(
+                "int8 quantizes an evaluation copy; burn's matmul on a quantized weight would \
+                 keep it dequantized for backward. With trainable = {}, use q4 or q8 (a frozen \
+                 base in 4- or 8-bit blocks, dequantized layer by layer: QLoRA's), f16 (two \
+                 bytes a frozen weight) or f32",
                 s.trainable.name()
             ),
         ));

@@ -7,12 +7,43 @@
 //!   int8 (burn's symmetric per-tensor quantization, min-max calibrated: one byte per weight and
 //!   one f32 scale per tensor). The copy's bytes are measured, and the evaluation's accuracy
 //!   shows what the precision cost.
+//! - `q4`, `q8`: QLoRA's base. The body's weight matrices (what LoRA adapts, `Model::parts`,
+//!   less the output layer) are stored block-quantized for the whole run and frozen; everything
+//!   else (embeddings, norms, biases, the output layer) is f16, as the QLoRA recipe keeps it,
+//!   and so are the activations. LoRA's factors are built beside a quantized base in the default
+//!   float type, f32 (burn's `Lora` takes its factors' type from a float base, and a quantized
+//!   base has none), as PEFT keeps them; `trainable` = `head` trains the f16 output layer over
+//!   the frozen quantized body (in f16, as `f16` weights train: Adam's epsilon is 0 there, so a
+//!   weight whose gradient is 0 turns NaN under Adam, not under SGD or momentum). A quantized
+//!   layer runs through `ops::quantized_linear`: each
+//!   product dequantizes its weight into an f16 temporary and drops it, in forward and again in
+//!   backward, and nothing dequantized is kept between them.
+//!
+//! The format ([`BlockFormat`]) is burn's symmetric block quantization (cubecl's `QuantScheme`
+//! with a `per_block` level): values packed into 32-bit words along a matrix's rows (eight 4-bit
+//! or four 8-bit values a word), one scale per block.
+//! - `q4`: `Q4S` (integers -7..7) in blocks of 64 values, the memory shape of NF4 (bitsandbytes'
+//!   4-bit blocks of 64 with one absmax each): 4 + 16/64 = 4.25 bits a weight.
+//! - `q8`: `Q8S` (-127..127) in blocks of 32, llama.cpp's `Q8_0` shape: 8.5 bits a weight.
+//! - Scales are f16: half NF4's f32 absmax (bitsandbytes' "double quantization" brings that to
+//!   8 bits a block, 4.127 bits a weight), exact enough for a block's range, and what cubecl
+//!   stores natively with a 16-bit scale level. On an adapter without shader-f16 the whole run
+//!   falls back to f32 (see `mixed_precision`), and the scales with it.
+//! - A block is a rectangle of the `[d_in, d_out]` weight: 64 (or 32) consecutive values of a
+//!   row where `d_out` divides by that, otherwise the widest run of whole words that divides
+//!   `d_out`, stacked over as many rows (a kv projection 32 wide: blocks of 2 x 32). burn's
+//!   block quantization needs every dimension to divide by its block; a matrix no such rectangle
+//!   tiles stays in f16, and the report counts it.
 
-use burn::module::{Module, ModuleMapper, Param};
+use std::collections::HashSet;
+
+use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::tensor::Tensor;
-use burn::tensor::quantization::{QuantScheme, QuantValue};
+use burn::tensor::quantization::{QuantScheme, QuantStore, QuantValue, ScaleDtype};
+use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{EvalMode, MixedPrecision, ModelKind, RunConfig, WeightDtype};
+use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
 use crate::engine::memory::meter::Meter;
 use crate::engine::models::Model;
@@ -20,6 +51,216 @@ use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 
 use super::{Report, Strategy};
+
+/// How a quantized base stores a weight matrix: `bits` a value, packed into 32-bit words along
+/// each row, and one scale of `scale_bytes` per block of `block` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockFormat {
+    pub bits: u32,
+    pub block: u32,
+    /// 2 (f16), or 4 (f32) where the adapter cannot compute in f16.
+    pub scale_bytes: u32,
+}
+
+impl BlockFormat {
+    /// The format of `weight_dtype`, if it is a quantized base; `f16` whether the run computes
+    /// in f16 (the scales' type follows).
+    pub fn of(weight_dtype: WeightDtype, f16: bool) -> Option<Self> {
+        let (bits, block) = match weight_dtype {
+            WeightDtype::Q4 => (4, 64),
+            WeightDtype::Q8 => (8, 32),
+            _ => return None,
+        };
+        Some(Self {
+            bits,
+            block,
+            scale_bytes: if f16 { 2 } else { 4 },
+        })
+    }
+
+    /// Values one 32-bit word packs.
+    fn per_word(&self) -> usize {
+        (32 / self.bits) as usize
+    }
+
+    /// The block `[rows, cols]` (`rows * cols` = [`Self::block`]) a `[d_in, d_out]` matrix is
+    /// cut into: the widest run of whole words along a row that divides `d_out`, over as many
+    /// rows as that leaves, which must divide `d_in`. `None`: nothing tiles it (it stays 16-bit).
+    pub fn tile(&self, d_in: usize, d_out: usize) -> Option<[usize; 2]> {
+        let block = self.block as usize;
+        let mut cols = block;
+        while cols >= self.per_word() {
+            let rows = block / cols;
+            if d_out.is_multiple_of(cols) && d_in.is_multiple_of(rows) {
+                return Some([rows, cols]);
+            }
+            cols /= 2;
+        }
+        None
+    }
+
+    /// Bytes of a `[d_in, d_out]` matrix stored in this format: its packed words and one scale
+    /// a block (before the allocator rounds each of the two buffers up to its alignment).
+    pub fn matrix_bytes(&self, d_in: usize, d_out: usize) -> (u64, u64) {
+        let values = (d_in * d_out) as u64;
+        (
+            values * self.bits as u64 / 8,
+            values / self.block as u64 * self.scale_bytes as u64,
+        )
+    }
+
+    /// burn's scheme for a matrix cut into blocks of `tile`.
+    pub fn scheme(&self, tile: [usize; 2]) -> QuantScheme {
+        let value = match self.bits {
+            4 => QuantValue::Q4S,
+            _ => QuantValue::Q8S,
+        };
+        let scale = match self.scale_bytes {
+            2 => ScaleDtype::F16,
+            _ => ScaleDtype::F32,
+        };
+        QuantScheme::default()
+            .with_value(value)
+            .with_store(QuantStore::PackedU32(0))
+            .per_block([tile[0] as u8, tile[1] as u8], scale)
+    }
+
+    /// "4-bit blocks of 64 with f16 scales".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}-bit blocks of {} with {} scales",
+            self.bits,
+            self.block,
+            if self.scale_bytes == 2 { "f16" } else { "f32" }
+        )
+    }
+}
+
+/// What a quantized base stored, counted from the model's own matrices as they were quantized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuantizedWeights {
+    pub format: BlockFormat,
+    /// Matrices stored quantized, and their values.
+    pub matrices: u64,
+    pub values: u64,
+    /// Their packed words' and scales' bytes (see [`BlockFormat::matrix_bytes`]).
+    pub packed_bytes: u64,
+    pub scale_bytes: u64,
+    /// Body matrices no block tiles, left in 16 bits, and their values.
+    pub untiled_matrices: u64,
+    pub untiled_values: u64,
+}
+
+impl QuantizedWeights {
+    fn none(format: BlockFormat) -> Self {
+        Self {
+            format,
+            matrices: 0,
+            values: 0,
+            packed_bytes: 0,
+            scale_bytes: 0,
+            untiled_matrices: 0,
+            untiled_values: 0,
+        }
+    }
+}
+
+/// `q4`, `q8`: the body's matrices quantized as the model is prepared, before the precision
+/// strategy casts the rest to f16 and before LoRA attaches its adapters (which then take the
+/// default float type beside a quantized base).
+pub struct QuantizedBase {
+    format: Option<BlockFormat>,
+    stored: Option<QuantizedWeights>,
+}
+
+impl QuantizedBase {
+    pub fn new(config: &RunConfig, adapter: &AdapterInfo) -> Self {
+        Self {
+            format: BlockFormat::of(config.strategies.weight_dtype, adapter.shader_f16),
+            stored: None,
+        }
+    }
+}
+
+impl Strategy for QuantizedBase {
+    fn prepare_model(&mut self, model: Model) -> Model {
+        let Some(format) = self.format else {
+            return model;
+        };
+        let (model, stored) = quantize_body(model, format);
+        self.stored = Some(stored);
+        model
+    }
+
+    fn report(&self, report: &mut Report) {
+        report.quantized = self.stored;
+    }
+}
+
+/// `model` with the body's weight matrices (what LoRA adapts, less the output layer) stored in
+/// `format`. Each is created in f32 by its initializer and quantized at once, one at a time, so
+/// no more than one f32 matrix exists beside the quantized ones.
+pub fn quantize_body(model: Model, format: BlockFormat) -> (Model, QuantizedWeights) {
+    let parts = model.parts();
+    let head: HashSet<ParamId> = parts.head.into_iter().collect();
+    let body = parts
+        .adapted
+        .into_iter()
+        .filter(|id| !head.contains(id))
+        .collect();
+    let mut mapper = QuantizeBody {
+        format,
+        body,
+        stored: QuantizedWeights::none(format),
+    };
+    let model = model.map(&mut mapper);
+    (model, mapper.stored)
+}
+
+struct QuantizeBody {
+    format: BlockFormat,
+    body: HashSet<ParamId>,
+    stored: QuantizedWeights,
+}
+
+impl ModuleMapper for QuantizeBody {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if D != 2 || !self.body.contains(&param.id) {
+            return param;
+        }
+        let shape = param.lazy_shape();
+        let (d_in, d_out) = (shape[0], shape[1]);
+        let values = (d_in * d_out) as u64;
+        let Some(tile) = self.format.tile(d_in, d_out) else {
+            self.stored.untiled_matrices += 1;
+            self.stored.untiled_values += values;
+            return param;
+        };
+        let (packed, scales) = self.format.matrix_bytes(d_in, d_out);
+        self.stored.matrices += 1;
+        self.stored.values += values;
+        self.stored.packed_bytes += packed;
+        self.stored.scale_bytes += scales;
+        let scheme = self.format.scheme(tile);
+        // A quantized tensor has no gradient: the weight is frozen from here.
+        param.map(|tensor| in_blocks(tensor, &scheme))
+    }
+}
+
+/// `tensor` quantized with `scheme`, on the device it was on. The calibration (each block's
+/// minimum and maximum) runs outside autodiff: on the training device its reductions would be
+/// recorded, detached or not, in a graph that holds their tensors until a backward sweeps it,
+/// and they would count as weights.
+fn in_blocks<const D: usize>(tensor: Tensor<D>, scheme: &QuantScheme) -> Tensor<D> {
+    let strategy = tensor.gradient_checkpointing_strategy();
+    let quantized = tensor.inner().quantize_dynamic(scheme);
+    match strategy {
+        Some(strategy) => quantized
+            .autodiff()
+            .with_gradient_checkpointing_strategy(strategy),
+        None => quantized,
+    }
+}
 
 /// `int8`: each evaluation on a quantized copy, whose bytes are measured. (`f16` weights are
 /// the mixed-precision strategy's `model.half()`.)
@@ -87,6 +328,37 @@ fn quantized(model: Model) -> (Model, usize) {
     (model, mapper.quantized)
 }
 
+/// What a quantized base (`q4`, `q8`) runs with: a frozen body (`trainable` is checked with the
+/// trainable strategy's own), f16 beside it, and dense layers that go through `models::dense`.
+fn check_quantized_base(config: &RunConfig) -> Result<(), ConfigError> {
+    let s = &config.strategies;
+    let name = s.weight_dtype.name();
+    if s.mixed_precision == MixedPrecision::F16 {
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            format!(
+                "{name} keeps what it does not quantize in f16 itself, while mixed_precision f16 \
+                 keeps f32 master weights: use mixed_precision off (or f16_unscaled, the same) \
+                 with weight_dtype {name}"
+            ),
+        ));
+    }
+    if matches!(config.model.kind, ModelKind::Gru | ModelKind::Lstm) {
+        // Their cells call burn's `Linear::forward`, whose product with a quantized weight
+        // keeps a dequantized copy for backward, and they keep f32 state besides.
+        return Err(ConfigError::invalid(
+            "strategies.weight_dtype",
+            format!(
+                "{name} is not available for model.kind = {} (burn's recurrent cells multiply \
+                 by their weights themselves, keeping each dequantized for backward); models for \
+                 it: mlp, cnn, transformer, llama; or use f16 or f32",
+                config.model.kind.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Which models and modes each weight precision can run with, naming the field.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let strategies = &config.strategies;
@@ -97,6 +369,9 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
             "f16 stores the weights themselves in f16, while mixed_precision f16 keeps f32 \
              master weights: use one (weight_dtype f16 with mixed_precision off or f16_unscaled)",
         ));
+    }
+    if weights.is_quantized_base() {
+        check_quantized_base(config)?;
     }
     if weights == WeightDtype::F16 && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
         return Err(ConfigError::invalid(
@@ -127,4 +402,37 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_is_a_row_run_where_the_width_allows_else_a_narrower_run_over_rows() {
+        let q4 = BlockFormat::of(WeightDtype::Q4, true).unwrap();
+        let q8 = BlockFormat::of(WeightDtype::Q8, true).unwrap();
+        // Llama-2-7B's projections, and sort-llama's 32-wide key/value and 176-wide feed-forward.
+        assert_eq!(q4.tile(4096, 11008), Some([1, 64]));
+        assert_eq!(q4.tile(11008, 4096), Some([1, 64]));
+        assert_eq!(q4.tile(64, 32), Some([2, 32]));
+        assert_eq!(q4.tile(64, 176), Some([4, 16]));
+        assert_eq!(q8.tile(64, 176), Some([2, 16]));
+        // Whole words only: 8 q4 values a word; a block's rows must divide the input width.
+        assert_eq!(q4.tile(64, 12), None);
+        assert_eq!(q4.tile(3, 8), None);
+        assert_eq!(q8.tile(3, 4), None);
+        assert_eq!(BlockFormat::of(WeightDtype::F16, true), None);
+    }
+
+    #[test]
+    fn a_matrix_takes_its_words_and_one_scale_a_block() {
+        let q4 = BlockFormat::of(WeightDtype::Q4, true).unwrap();
+        // 4096 x 11008: 45,088,768 values, half a byte each, 704,512 blocks of 64.
+        assert_eq!(q4.matrix_bytes(4096, 11008), (22_544_384, 1_409_024));
+        let q8 = BlockFormat::of(WeightDtype::Q8, false).unwrap();
+        // f32 scales where the adapter has no f16: 64 x 64 in 128 blocks of 32.
+        assert_eq!(q8.matrix_bytes(64, 64), (4096, 512));
+        assert_eq!(q4.describe(), "4-bit blocks of 64 with f16 scales");
+    }
 }

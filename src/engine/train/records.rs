@@ -15,6 +15,7 @@ use crate::engine::outcome::Fallback;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::Report;
 use crate::engine::strategies::trainable::ParamCounts;
+use crate::engine::strategies::weight_dtype::QuantizedWeights;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StepRecord {
@@ -198,6 +199,9 @@ pub struct Summary {
     /// `weight_dtype` = `int8`: bytes of the quantized copy the last evaluation ran on.
     #[serde(default)]
     pub eval_weight_bytes: Option<u64>,
+    /// `weight_dtype` = `q4` or `q8`: what the quantized base stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized: Option<QuantizedWeights>,
     /// The training step with the highest high-water mark, by what held it.
     #[serde(default)]
     pub high_water_by_category: Option<Categories>,
@@ -334,6 +338,7 @@ impl Summary {
             activation_layers_in_use: measured.activation_layers_in_use,
             weight_bytes: measured.weight_bytes,
             eval_weight_bytes: measured.report.eval_weight_bytes,
+            quantized: measured.report.quantized,
             high_water_by_category: highest.and_then(|record| record.categories),
             category_sizes: highest.and_then(|record| record.category_sizes),
             kept_by_op: measured
