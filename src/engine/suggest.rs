@@ -77,6 +77,11 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     if attends && strategies.weight_dtype == WeightDtype::F32 && shader_f16 {
         changes.push(("strategies.weight_dtype", "f16".into()));
     }
+    // QLoRA's base: the frozen body in 4-bit blocks (valid once only adapters or the head
+    // train, which the change before it makes).
+    if attends && !matches!(strategies.weight_dtype, WeightDtype::Q4 | WeightDtype::Q8) {
+        changes.push(("strategies.weight_dtype", "q4".into()));
+    }
     if matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
         changes.push(("optimizer", "adafactor".into()));
     }
@@ -170,7 +175,10 @@ fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<S
     let mut peak = predict(config).peak as f64 * calibration;
     let mut made: Vec<(&'static str, String)> = Vec::new();
     for (field, value) in candidates(config, failure.shader_f16) {
-        if made.iter().any(|(done, _)| *done == field) {
+        // Each field once, at its first value that helps; but 4-bit weights may follow f16 ones
+        // (a QLoRA base after a half-precision one) and replace them.
+        let replaces_weights = field == "strategies.weight_dtype" && value == "q4";
+        if !replaces_weights && made.iter().any(|(done, _)| *done == field) {
             continue;
         }
         let Ok(next) = apply_override(&changed, &format!("{field}={value}")) else {
@@ -184,6 +192,7 @@ fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<S
             continue;
         }
         (changed, peak) = (next, next_peak);
+        made.retain(|(done, _)| *done != field);
         made.push((field, value));
         if peak <= failure.budget_bytes as f64 {
             let (field, value) = made.pop().expect("one change was just made");
