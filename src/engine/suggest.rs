@@ -82,7 +82,10 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     if attends && !matches!(strategies.weight_dtype, WeightDtype::Q4 | WeightDtype::Q8) {
         changes.push(("strategies.weight_dtype", "q4".into()));
     }
+    // The same AdamW with its moments in 8-bit blocks first (a quarter of the state, the same
+    // training), then Adafactor's factored second moment.
     if matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
+        changes.push(("optimizer", "adamw8bit".into()));
         changes.push(("optimizer", "adafactor".into()));
     }
     for factor in [2, 4, 8, 16, 32] {

@@ -1,3 +1,4 @@
+mod adamw8bit;
 mod budget;
 mod categories;
 mod checkpointing;

@@ -421,6 +421,9 @@ pub enum OptimizerKind {
     Adam,
     /// AdamW: Adam's two moments, weight decay applied to the weights directly.
     Adamw,
+    /// AdamW with both moments stored as 8-bit codes in blocks of 256 values with an f32 scale
+    /// each, as bitsandbytes' `AdamW8bit` (f32 moments for tensors under 4,096 values).
+    Adamw8bit,
     /// Adafactor: a second moment factored into a row and a column per matrix, no first moment.
     Adafactor,
     /// Lion: one moment per parameter, updates by its sign.
@@ -435,11 +438,12 @@ impl OptimizerKind {
     pub const ADAM_EPSILON: f32 = 1e-8;
     /// AdamW's decoupled weight decay: PyTorch's default (burn's is 1e-4).
     pub const ADAMW_WEIGHT_DECAY: f32 = 0.01;
-    pub const ALL: [OptimizerKind; 6] = [
+    pub const ALL: [OptimizerKind; 7] = [
         Self::Sgd,
         Self::Momentum,
         Self::Adam,
         Self::Adamw,
+        Self::Adamw8bit,
         Self::Adafactor,
         Self::Lion,
     ];
@@ -450,19 +454,21 @@ impl OptimizerKind {
             Self::Momentum => "momentum",
             Self::Adam => "adam",
             Self::Adamw => "adamw",
+            Self::Adamw8bit => "adamw8bit",
             Self::Adafactor => "adafactor",
             Self::Lion => "lion",
         }
     }
 
     /// State values the optimizer keeps for a parameter of these dimensions (an estimate's
-    /// input: burn's optimizers keep exactly these tensors).
+    /// input: burn's optimizers keep exactly these tensors; `adamw8bit`'s are bytes apiece
+    /// where quantized, see `engine::train::adamw8bit::state_bytes`).
     pub fn state_values(self, dims: &[usize]) -> u64 {
         let values: u64 = dims.iter().map(|&d| d as u64).product();
         match self {
             Self::Sgd => 0,
             Self::Momentum | Self::Lion => values,
-            Self::Adam | Self::Adamw => 2 * values,
+            Self::Adam | Self::Adamw | Self::Adamw8bit => 2 * values,
             // A row and a column second moment per matrix (per leading index for higher
             // ranks); a vector keeps a full one.
             Self::Adafactor => match dims {

@@ -2,7 +2,8 @@
 //! measurements; they are held against the allocator's readings in the tests.
 //!
 //! What is counted is what stays alive at the moments the sampler reads (see [`Phase`]):
-//! - parameters, and as many parameter-sized optimizer states as the optimizer keeps;
+//! - parameters, and as many parameter-sized optimizer states as the optimizer keeps (for
+//!   `adamw8bit`, its 8-bit codes and block scales);
 //! - the batch on the device;
 //! - activations: every tensor burn's autodiff keeps from the forward pass for backward. For a
 //!   dense or conv layer followed by an activation that is its output before and after the
@@ -30,6 +31,7 @@ use crate::engine::config::{
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
 use crate::engine::models::cnn_geometry;
 use crate::engine::strategies::weight_dtype::BlockFormat;
+use crate::engine::train::adamw8bit;
 
 const F32: u64 = 4;
 /// Token and class ids are stored as 32-bit integers on the wgpu backend.
@@ -350,13 +352,14 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             }
         };
     // Gradients come in the weights' dtype; so does the state of burn's optimizers, but
-    // Adafactor's, which is f32 whatever the weights are.
+    // Adafactor's, which is f32 whatever the weights are, and adamw8bit's: 8-bit codes and
+    // block scales, or f32 for a small tensor.
     let grads = trained.values * trained_bytes;
-    let state_bytes = match config.optimizer {
-        OptimizerKind::Adafactor => F32,
-        _ => trained_bytes,
+    let optimizer_state = match config.optimizer {
+        OptimizerKind::Adamw8bit => trained.adamw8bit_bytes(),
+        OptimizerKind::Adafactor => trained.state_values(config.optimizer) * F32,
+        _ => trained.state_values(config.optimizer) * trained_bytes,
     };
-    let optimizer_state = trained.state_values(config.optimizer) * state_bytes;
     let resident = params + optimizer_state + resident_data;
     // Backward starts with every activation alive and first makes the gradients of the last
     // layers' outputs (`backward_working_set`); the parameters' gradients come as activations
@@ -525,6 +528,14 @@ impl Trained {
             }
             _ => config.data.sample_tokens() as u64 * b * m.width.max(m.ff) as u64 * F32,
         }
+    }
+
+    /// `adamw8bit`'s two moments, tensor by tensor (`engine::train::adamw8bit`).
+    fn adamw8bit_bytes(&self) -> u64 {
+        self.tensors
+            .iter()
+            .map(|dims| adamw8bit::state_bytes(dims.iter().product()))
+            .sum()
     }
 
     fn state_values(&self, optimizer: OptimizerKind) -> u64 {

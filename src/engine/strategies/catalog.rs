@@ -90,6 +90,13 @@ const SPIRAL: Base = Base {
     sets: &["model.hidden=[128,128]"],
 };
 
+/// The digits MLP as its preset has it (64-512-512-10): every weight matrix has at least 4,096
+/// values, the size from which 8-bit optimizers quantize a tensor's state.
+const DIGITS: Base = Base {
+    preset: "digits-mlp",
+    sets: &[],
+};
+
 /// The sorting task's recurrent models on sequences of 4 tokens (8 time steps), width 64, in
 /// batches of 32: each time step is a run of small kernels, which a software GPU pays per launch.
 const SORT: &[&str] = &[
@@ -467,9 +474,10 @@ pub const CATALOG: &[Entry] = &[
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),
     entry("strategies.lora_alpha", "LoRA alpha", &[],
         "the adapters' output is scaled by alpha / r", &[]),
-    entry("optimizer", "optimizer", &["sgd", "momentum", "adam", "adamw", "adafactor", "lion"],
-        "state per weight: sgd none, momentum and lion one, adam and adamw two, adafactor a row \
-         and a column per matrix", &[
+    entry("optimizer", "optimizer",
+        &["sgd", "momentum", "adam", "adamw", "adamw8bit", "adafactor", "lion"],
+        "state per weight: sgd none, momentum and lion one, adam and adamw two, adamw8bit two in \
+         8 bits, adafactor a row and a column per matrix", &[
         claim("SGD instead of Adam saves two copies of the parameters", &SPIRAL,
             &["optimizer=adam"], &["optimizer=sgd"], OptimizerState, 0.1, false)
             .because("Adam keeps a first and a second moment for every parameter, in the \
@@ -484,6 +492,12 @@ pub const CATALOG: &[Entry] = &[
             .because("Adafactor keeps no first moment and factors the second moment of a d_in \
              x d_out matrix into d_in + d_out numbers. Vectors such as biases keep a full \
              second moment."),
+        claim("8-bit Adam keeps a quarter of Adam's state", &DIGITS,
+            &["optimizer=adamw"], &["optimizer=adamw8bit"], OptimizerState, 0.27, false)
+            .because("Each moment is kept as one byte a value plus an f32 scale per block of \
+             256, a quarter of f32 and 1/64 more; the digits MLP's matrices all have over 4,096 \
+             values, so only its biases keep f32 moments (0.257x in all). The bar of 0.27x \
+             leaves room for the few scalars burn keeps beside any optimizer's state."),
     ]),
     entry("budget", "memory budget", &[],
         "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's \

@@ -1,5 +1,6 @@
 //! The training loop and what it records.
 
+pub mod adamw8bit;
 mod export;
 pub(crate) mod optimizer;
 mod pace;

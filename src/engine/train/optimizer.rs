@@ -7,6 +7,7 @@ use burn::optim::{
 };
 
 use crate::engine::config::OptimizerKind;
+use crate::engine::train::adamw8bit::AdamW8bit;
 
 pub fn build(kind: OptimizerKind) -> ModuleOptimizer {
     let (beta_1, beta_2) = OptimizerKind::ADAM_BETAS;
@@ -31,6 +32,8 @@ pub fn build(kind: OptimizerKind) -> ModuleOptimizer {
             .with_epsilon(OptimizerKind::ADAM_EPSILON)
             .with_weight_decay(OptimizerKind::ADAMW_WEIGHT_DECAY)
             .init(),
+        // AdamW's hyper-parameters, its moments kept in 8 bits between steps.
+        OptimizerKind::Adamw8bit => AdamW8bit::new().init(),
         // Its paper's schedule: the learning rate caps a relative step of 1/sqrt(step).
         OptimizerKind::Adafactor => AdafactorConfig::new().init(),
         OptimizerKind::Lion => LionConfig::new().init(),
