@@ -211,6 +211,21 @@ fn layer_checkpointing_plans_exactly() {
 }
 
 #[test]
+fn adamw8bit_plans_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    // digits-mlp's weight matrices are over 4,096 values (8-bit state), its biases under (f32).
+    let (differ, reserved_gap, page) =
+        plan_and_run(&gpu, &planner, "digits-mlp", &["optimizer=adamw8bit"], 128);
+    println!(
+        "digits-mlp b128 adamw8bit: {} readings differ; reserved within {reserved_gap} B",
+        differ.len()
+    );
+    assert!(differ.is_empty(), "{differ:#?}");
+    assert!(reserved_gap <= page, "reserved {reserved_gap} B apart");
+}
+
+#[test]
 fn a_quantized_base_plans_exactly() {
     let (_lock, gpu) = gpu();
     let planner = vramlab::engine::device::planner().expect("the planning device");
