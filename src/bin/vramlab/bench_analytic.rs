@@ -162,6 +162,26 @@ const GRID: &[(&str, &str, &str)] = &[
         "data.seq_len=512 strategies.trainable=lora strategies.lora_rank=16 \
          strategies.attention=fused strategies.cross_entropy=fused",
     ),
+    // Per-layer checkpointing, QLoRA's 4-bit base, 8-bit AdamW.
+    (
+        "finetune",
+        "sort-llama",
+        "model.width=256 model.layers=4 model.heads=8 model.kv_heads=2 model.ff=688 \
+         data.seq_len=128 data.vocab=1000 batch_size=8 eval_batch_size=16 \
+         strategies.checkpointing=layers",
+    ),
+    (
+        "finetune",
+        "gpt2-small",
+        "batch_size=2 strategies.attention=fused strategies.checkpointing=layers",
+    ),
+    (
+        "finetune",
+        "tinyllama-1.1b",
+        "data.seq_len=512 strategies.trainable=lora strategies.lora_rank=16 \
+         strategies.weight_dtype=q4 strategies.attention=fused strategies.checkpointing=layers",
+    ),
+    ("finetune", "digits-mlp", "batch_size=256 optimizer=adamw8bit"),
 ];
 
 /// Printed after a figure off by more than the tolerance.
