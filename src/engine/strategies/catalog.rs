@@ -494,10 +494,11 @@ pub const CATALOG: &[Entry] = &[
              second moment."),
         claim("8-bit Adam keeps a quarter of Adam's state", &DIGITS,
             &["optimizer=adamw"], &["optimizer=adamw8bit"], OptimizerState, 0.27, false)
-            .because("Each moment is kept as one byte a value plus an f32 scale per block of \
-             256, a quarter of f32 and 1/64 more; the digits MLP's matrices all have over 4,096 \
-             values, so only its biases keep f32 moments (0.257x in all). The bar of 0.27x \
-             leaves room for the few scalars burn keeps beside any optimizer's state."),
+            .because("Each moment keeps a byte per value and an f32 scale per block of 256 \
+             values: a quarter of f32, and 1/64 more. Every weight matrix of the digits MLP has \
+             over 4,096 values, so only its biases keep f32 moments, 0.257x of Adam's bytes in \
+             all; the bar of 0.27x leaves room for the losses waiting to be read back, about 10 \
+             KiB on both sides."),
     ]),
     entry("budget", "memory budget", &[],
         "pretend this GPU has only this much: 512MiB, 1536KiB, bytes, or 0.8 of the adapter's \
