@@ -447,6 +447,8 @@ mod tests {
             [
                 "strategies.mixed_precision",
                 "strategies.mixed_precision",
+                // Per-layer checkpointing's step time.
+                "strategies.checkpointing",
                 "strategies.data_residency",
                 "strategies.memory_pool",
                 "strategies.weight_dtype",
