@@ -301,11 +301,20 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         // The f16 copy of the weights each forward pass computes with, kept for backward.
         activations += param_count * 2;
     }
-    if quantized.is_some() {
-        // f32 adapters beside a quantized base are cast to the f16 activations for their
-        // products, and those copies are kept for backward (`models::dense`).
-        activations += trained.adapters * weight_bytes;
-    }
+    // f32 adapters beside a quantized base are cast to the f16 activations for their products,
+    // and those copies are kept for backward (`models::dense`); with per-layer checkpointing
+    // only the recomputed block's.
+    let adapter_copies = match quantized {
+        Some(_) => trained.adapters * weight_bytes,
+        None => 0,
+    };
+    let recomputed_adapter_copies = match config.strategies.checkpointing {
+        Checkpointing::Layers => adapter_copies / blocks,
+        _ => {
+            activations += adapter_copies;
+            0
+        }
+    };
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;
     let leak_per_step = match config.strategies.loss_bookkeeping {
         LossBookkeeping::Scalar | LossBookkeeping::Tensor => 0,
@@ -376,13 +385,17 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     // With per-layer checkpointing backward holds one block's recomputed activations at a
     // time beside the others' inputs.
-    let recomputed = layers.iter().map(|l| l.recomputed_bytes).max().unwrap_or(0) + recomputed_low_rank;
+    // time beside the others' inputs; its backward's temporaries come as those activations are
+    // freed, so the larger of the two (fitted to plans: the sum overshot a 4-block llama's by
+    // its score gradients, 1.27x).
+    let recomputed = layers.iter().map(|l| l.recomputed_bytes).max().unwrap_or(0)
+        + recomputed_low_rank
+        + recomputed_adapter_copies;
     let working_set = if trained.head_only {
         0
     } else {
-        backward_working_set(config, micro)
-            + trained.branch_gradient(config, &layers, micro)
-            + recomputed
+        (backward_working_set(config, micro) + trained.branch_gradient(config, &layers, micro))
+            .max(recomputed)
             + dequantized
     };
     // Backward frees each layer's activations as it makes that layer's gradients: it starts with
