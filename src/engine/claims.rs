@@ -314,7 +314,32 @@ pub fn judge(claim: &Claim, off: &[Timeline], on: &[Timeline]) -> Judgement {
     } else {
         f64::INFINITY
     };
-    let (mut verdict, mut reason) = if saved.abs() <= noise {
+    // A timing claim whose bar is above 1 is about a cost (the tip makes steps slower, by at
+    // most that much): it holds when the time grows and stays within the bar.
+    let (mut verdict, mut reason) = if metric == Metric::MsPerStep && claim.holds_at > 1.0 {
+        if saved.abs() <= noise {
+            (
+                Verdict::HoldsPartly,
+                format!("{figures}: no cost beyond the spread, less than claimed"),
+            )
+        } else if ratio <= claim.holds_at {
+            (
+                Verdict::Holds,
+                format!(
+                    "{figures}: costs {ratio:.2}x (claimed at most {:.2}x)",
+                    claim.holds_at
+                ),
+            )
+        } else {
+            (
+                Verdict::DoesNotHoldHere,
+                format!(
+                    "{figures}: costs {ratio:.2}x, more than the {:.2}x claimed",
+                    claim.holds_at
+                ),
+            )
+        }
+    } else if saved.abs() <= noise {
         (
             Verdict::DoesNotHoldHere,
             format!("{figures}: no difference beyond the spread"),

@@ -178,7 +178,8 @@ pub struct Claim {
     pub off: &'static [&'static str],
     pub on: &'static [&'static str],
     pub metric: Metric,
-    /// on / off at or below this: the claim holds.
+    /// on / off at or below this: the claim holds. A timing claim's bar above 1 is about a
+    /// cost: the step time must grow, and by no more than this.
     pub holds_at: f64,
     /// The tip promises the same training: a clearly worse loss makes it hold only partly.
     pub same_training: bool,
@@ -341,7 +342,7 @@ pub const CATALOG: &[Entry] = &[
             .because("Forward keeps only each block's input; backward runs one block's forward \
              again through autodiff, then its backward, and frees it before the next. The step \
              holds one block's activations instead of all six."),
-        claim("checkpoint every layer: about one more forward pass of time", &DEEP_LLAMA,
+        claim("checkpoint every layer: costs about one more forward pass of time", &DEEP_LLAMA,
             &[], &["strategies.checkpointing=layers"], MsPerStep, 1.6, true)
             .steps(TRANSFORMER_STEPS)
             .because("Each block's forward runs twice, once without a graph and once in \
