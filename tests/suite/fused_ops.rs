@@ -6,19 +6,7 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use vramlab::engine::ops::{attention, cross_entropy};
 
-use super::support::{config, gpu, run};
-
-/// The largest difference between two tensors, relative to the larger's largest magnitude.
-fn relative_gap<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
-    let scale = a
-        .clone()
-        .abs()
-        .max()
-        .into_scalar::<f32>()
-        .max(b.clone().abs().max().into_scalar::<f32>());
-    let gap = (a - b).abs().max().into_scalar::<f32>();
-    gap / scale.max(f32::MIN_POSITIVE)
-}
+use super::support::{config, gpu, relative_gap, run};
 
 fn random<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::random(shape, Distribution::Normal(0.0, 1.0), device)

@@ -11,20 +11,7 @@ use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
 use vramlab::engine::strategies::weight_dtype::BlockFormat;
 
-use super::support::{config, gpu, loss_ends, run};
-
-/// The largest difference between two tensors, relative to the larger's largest magnitude.
-fn relative_gap<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
-    let (a, b) = (a.cast(FloatDType::F32), b.cast(FloatDType::F32));
-    let scale = a
-        .clone()
-        .abs()
-        .max()
-        .into_scalar::<f32>()
-        .max(b.clone().abs().max().into_scalar::<f32>());
-    let gap = (a - b).abs().max().into_scalar::<f32>();
-    gap / scale.max(f32::MIN_POSITIVE)
-}
+use super::support::{config, gpu, loss_ends, relative_gap, run};
 
 fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
     t.cast(FloatDType::F32)

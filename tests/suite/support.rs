@@ -2,6 +2,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use burn::tensor::{FloatDType, Tensor};
+
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{self, Gpu, RunConfig, Timeline};
@@ -67,4 +69,18 @@ pub fn loss_ends(timeline: &Timeline, n: usize) -> (f32, f32) {
         .collect();
     let mean = |xs: &[f32]| xs.iter().sum::<f32>() / xs.len() as f32;
     (mean(&losses[..n]), mean(&losses[losses.len() - n..]))
+}
+
+/// The largest difference between two tensors (compared in f32), relative to the larger's
+/// largest magnitude.
+pub fn relative_gap<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+    let (a, b) = (a.cast(FloatDType::F32), b.cast(FloatDType::F32));
+    let scale = a
+        .clone()
+        .abs()
+        .max()
+        .into_scalar::<f32>()
+        .max(b.clone().abs().max().into_scalar::<f32>());
+    let gap = (a - b).abs().max().into_scalar::<f32>();
+    gap / scale.max(f32::MIN_POSITIVE)
 }
