@@ -30,7 +30,11 @@ fn spread(n: usize, signed: bool) -> Vec<f32> {
                 15 => 0.0,
                 k => 10f32.powf(-(k as f32) * 0.4),
             };
-            let sign = if signed && (i * 7) % 3 == 0 { -1.0 } else { 1.0 };
+            let sign = if signed && (i * 7) % 3 == 0 {
+                -1.0
+            } else {
+                1.0
+            };
             sign * top * within
         })
         .collect()
@@ -125,7 +129,9 @@ fn a_second_moment_far_below_its_blocks_largest_keeps_a_denominator() {
 
 /// Three steps of `optimizer` on one parameter of `n` values from the same gradients.
 fn three_steps<O: Optimizer>(optimizer: &O, n: usize, device: &Device) -> Vec<f32> {
-    let start: Vec<f32> = (0..n).map(|i| ((i * 37) % 101) as f32 / 101.0 - 0.5).collect();
+    let start: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 / 101.0 - 0.5)
+        .collect();
     let mut weight = upload(&start, device);
     let mut state = None;
     for step in 0..3 {
@@ -174,7 +180,10 @@ fn its_step_is_adamws() {
     let most = diffs.iter().copied().fold(0f32, f32::max);
     let mean = diffs.iter().sum::<f32>() / diffs.len() as f32;
     println!("8-bit moments: difference from AdamW after 3 steps: mean {mean:e}, largest {most:e}");
-    assert!(mean < 2e-4 && most < 2e-3, "mean {mean:e}, largest {most:e}");
+    assert!(
+        mean < 2e-4 && most < 2e-3,
+        "mean {mean:e}, largest {most:e}"
+    );
 }
 
 #[test]
@@ -268,7 +277,11 @@ fn the_measured_state_is_the_layouts_bytes() {
     );
     // What SGD's step leaves beside the weights (a few scalars) is every optimizer's.
     assert_eq!(adamw - sgd, f32_state, "adamw: two f32 moments");
-    assert_eq!(eight - sgd, want, "adamw8bit: codes, scales and small f32 moments");
+    assert_eq!(
+        eight - sgd,
+        want,
+        "adamw8bit: codes, scales and small f32 moments"
+    );
 }
 
 #[test]
@@ -323,7 +336,9 @@ fn it_trains_as_adamw_does() {
     };
     let (first, adamw) = train("adamw");
     let (_, eight) = train("adamw8bit");
-    println!("digits-mlp, 200 steps, mean of the last 10 losses: adamw {adamw:.4}, adamw8bit {eight:.4} (from {first:.4})");
+    println!(
+        "digits-mlp, 200 steps, mean of the last 10 losses: adamw {adamw:.4}, adamw8bit {eight:.4} (from {first:.4})"
+    );
     assert!(adamw < first / 4.0, "adamw trained: {first} -> {adamw}");
     assert!(
         (eight - adamw).abs() <= 0.05 * adamw,

@@ -97,7 +97,10 @@ fn same_loss_and_gradients(preset: &str, sets: &[&str]) {
          gradient gap {gap:.2e}"
     );
     assert!(trained > 0, "something trains");
-    assert!((loss - loss_layers).abs() <= 1e-6 * loss.abs(), "loss {loss} vs {loss_layers}");
+    assert!(
+        (loss - loss_layers).abs() <= 1e-6 * loss.abs(),
+        "loss {loss} vs {loss_layers}"
+    );
     assert!(gap < 1e-5, "gradients differ by {gap}");
 }
 
@@ -131,7 +134,10 @@ fn run_follows(preset: &str, sets: &[&str]) {
     for (a, b) in plain.steps.iter().zip(&layers.steps) {
         let (a, b) = (a.loss.unwrap(), b.loss.unwrap());
         let gap = (a - b).abs() / a.abs();
-        assert!(gap < 1e-4, "{preset} {sets:?}: step losses {a} vs {b} ({gap:.1e})");
+        assert!(
+            gap < 1e-4,
+            "{preset} {sets:?}: step losses {a} vs {b} ({gap:.1e})"
+        );
     }
     println!(
         "{preset} {sets:?}: 20 steps agree within 1e-4; peak in use {} -> {} B",
@@ -146,7 +152,12 @@ fn a_run_with_layer_checkpointing_follows_the_run_without() {
     run_follows("sort-llama", &deep);
     run_follows(
         "sort-llama",
-        &[deep[0], deep[1], "strategies.trainable=lora", "strategies.lora_rank=4"],
+        &[
+            deep[0],
+            deep[1],
+            "strategies.trainable=lora",
+            "strategies.lora_rank=4",
+        ],
     );
     // f16 compute from f32 master weights: the blocks' parameters are f16 copies (tracked
     // non-leaves), whose gradients must reach the masters through the casts.

@@ -206,7 +206,10 @@ fn layer_checkpointing_plans_exactly() {
             differ.len()
         );
         assert!(differ.is_empty(), "{preset} {sets:?}: {differ:#?}");
-        assert!(reserved_gap <= page, "{preset}: reserved {reserved_gap} B apart");
+        assert!(
+            reserved_gap <= page,
+            "{preset}: reserved {reserved_gap} B apart"
+        );
     }
 }
 

@@ -181,7 +181,11 @@ const GRID: &[(&str, &str, &str)] = &[
         "data.seq_len=512 strategies.trainable=lora strategies.lora_rank=16 \
          strategies.weight_dtype=q4 strategies.attention=fused strategies.checkpointing=layers",
     ),
-    ("finetune", "digits-mlp", "batch_size=1024 optimizer=adamw8bit"),
+    (
+        "finetune",
+        "digits-mlp",
+        "batch_size=1024 optimizer=adamw8bit",
+    ),
 ];
 
 /// Printed after a figure off by more than the tolerance.

@@ -144,8 +144,7 @@ fn node<L: Recomputable, const N: usize>(
     // Unused places: an untracked tensor (no parent) sharing the input's buffer.
     let pad = <Ad as AutodiffBackend>::from_inner(input.clone());
     let mut all = core::iter::once(x).chain(found);
-    let inputs: [Tracked; N] =
-        core::array::from_fn(|_| all.next().unwrap_or_else(|| pad.clone()));
+    let inputs: [Tracked; N] = core::array::from_fn(|_| all.next().unwrap_or_else(|| pad.clone()));
     let nodes = inputs.each_ref().map(|tensor| tensor.node());
     // The forward pass on plain tensors: no graph, nothing of the layer's kept.
     let plain_layer = layer.valid();
@@ -153,7 +152,11 @@ fn node<L: Recomputable, const N: usize>(
     let step = LayerBackward::<L> {
         _layer: PhantomData,
     };
-    let tracked = match step.prepare::<NoCheckpointing>(nodes).compute_bound().stateful() {
+    let tracked = match step
+        .prepare::<NoCheckpointing>(nodes)
+        .compute_bound()
+        .stateful()
+    {
         OpsKind::Tracked(prep) => prep.finish(
             Saved {
                 input,
@@ -220,16 +223,16 @@ impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
         // mapper then sets each parameter's tracking as it was in forward.
         let layer = layer.train().map(&mut fresh);
         let output = layer.forward(Tensor::from_primitive::<Ad>(x.clone()));
-        let seed = Tensor::<3>::from_primitive::<Ad>(
-            <Ad as AutodiffBackend>::from_inner(grad_output),
-        );
+        let seed =
+            Tensor::<3>::from_primitive::<Ad>(<Ad as AutodiffBackend>::from_inner(grad_output));
         // d(sum(output * g)) / d(anything) is g backpropagated: the output's gradient.
         let root = (output * seed)
             .sum()
             .try_into_primitive::<Ad>()
             .expect("the recomputation stays on its backend");
         let mut inner = <Ad as AutodiffBackend>::backward(root);
-        let leaves = core::iter::once(wants_input.then_some(x)).chain(fresh.leaves.into_iter().map(Some));
+        let leaves =
+            core::iter::once(wants_input.then_some(x)).chain(fresh.leaves.into_iter().map(Some));
         for (parent, leaf) in ops.parents.iter().zip(leaves) {
             let (Some(parent), Some(leaf)) = (parent, leaf) else {
                 continue;

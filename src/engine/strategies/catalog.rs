@@ -164,7 +164,12 @@ const TRANSFORMER_STEPS: usize = 6;
 /// A llama deep enough that one block's activations are a small share of all of them.
 const DEEP_LLAMA: Base = Base {
     preset: "sort-llama",
-    sets: &["model.layers=6", "data.seq_len=32", "batch_size=32", "eval_batch_size=64"],
+    sets: &[
+        "model.layers=6",
+        "data.seq_len=32",
+        "batch_size=32",
+        "eval_batch_size=64",
+    ],
 };
 
 /// One folklore claim and the two runs that test it.
