@@ -148,7 +148,7 @@ fn run_follows(preset: &str, sets: &[&str]) {
 
 #[test]
 fn a_run_with_layer_checkpointing_follows_the_run_without() {
-    let deep = ["model.layers=4", "batch_size=64"];
+    let deep = ["model.layers=4", "batch_size=16"];
     run_follows("sort-llama", &deep);
     run_follows(
         "sort-llama",
