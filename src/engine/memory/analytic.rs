@@ -286,35 +286,25 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         }
     }
     let mut activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
-    // LoRA's `x A` of every adapted matrix; with per-layer checkpointing only the block being
-    // recomputed holds its own.
-    let low_rank = trained.low_rank_per_sample * micro * F32;
-    let blocks = layers.iter().filter(|l| l.block).count().max(1) as u64;
-    let recomputed_low_rank = match config.strategies.checkpointing {
-        Checkpointing::Layers => low_rank / blocks,
-        _ => {
-            activations += low_rank;
-            0
-        }
-    };
     if precision == MixedPrecision::F16 {
         // The f16 copy of the weights each forward pass computes with, kept for backward.
         activations += param_count * 2;
     }
+    // Bytes kept for backward by every block alike: kept whole, or with per-layer checkpointing
+    // one block's share held while that block is recomputed.
+    let blocks = layers.iter().filter(|l| l.block).count().max(1) as u64;
+    let mut recomputed_in_block = 0;
+    let mut kept_by_blocks = |bytes: u64| match config.strategies.checkpointing {
+        Checkpointing::Layers => recomputed_in_block += bytes / blocks,
+        _ => activations += bytes,
+    };
+    // LoRA's `x A` of every adapted matrix.
+    kept_by_blocks(trained.low_rank_per_sample * micro * F32);
     // f32 adapters beside a quantized base are cast to the f16 activations for their products,
-    // and those copies are kept for backward (`models::dense`); with per-layer checkpointing
-    // only the recomputed block's.
-    let adapter_copies = match quantized {
-        Some(_) => trained.adapters * weight_bytes,
-        None => 0,
-    };
-    let recomputed_adapter_copies = match config.strategies.checkpointing {
-        Checkpointing::Layers => adapter_copies / blocks,
-        _ => {
-            activations += adapter_copies;
-            0
-        }
-    };
+    // and those copies are kept for backward (`models::dense`).
+    if quantized.is_some() {
+        kept_by_blocks(trained.adapters * weight_bytes);
+    }
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;
     let leak_per_step = match config.strategies.loss_bookkeeping {
         LossBookkeeping::Scalar | LossBookkeeping::Tensor => 0,
@@ -388,9 +378,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     // time beside the others' inputs; its backward's temporaries come as those activations are
     // freed, so the larger of the two (fitted to plans: the sum overshot a 4-block llama's by
     // its score gradients, 1.27x).
-    let recomputed = layers.iter().map(|l| l.recomputed_bytes).max().unwrap_or(0)
-        + recomputed_low_rank
-        + recomputed_adapter_copies;
+    let recomputed =
+        layers.iter().map(|l| l.recomputed_bytes).max().unwrap_or(0) + recomputed_in_block;
     let working_set = if trained.head_only {
         0
     } else {

@@ -17,12 +17,12 @@ use burn::nn::{
 use burn::tensor::activation::{silu, softmax};
 use burn::tensor::{Device, Int, Tensor};
 
+use super::block;
 use super::dense::{Parts, dense, matrices_of, params_of};
-use super::hook::{LayerHook, Op, Plain};
+use super::hook::{LayerHook, Op};
 use super::rotary::Rotary;
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
-use crate::engine::ops::recompute::{self, Recomputable};
 
 /// The sizes a Llama-style decoder is built from (a Hugging Face config's fields, renamed).
 #[derive(Clone, Debug)]
@@ -142,15 +142,8 @@ impl Llama {
     pub fn forward(&self, tokens: Tensor<2, Int>, hook: &mut impl LayerHook) -> Tensor<3> {
         let mut x = self.tokens.forward(tokens);
         hook.after(Op::Embedding);
-        for block in &self.blocks {
-            x = match self.recompute {
-                true => {
-                    let x = recompute::checkpointed(&self.layer(block), x);
-                    hook.after(Op::Block);
-                    x
-                }
-                false => self.layer(block).run(x, hook),
-            };
+        for weights in &self.blocks {
+            x = block::run(&self.layer(weights), x, self.recompute, hook);
         }
         let x = self.final_norm.forward(x);
         hook.after(Op::LayerNorm);
@@ -195,13 +188,7 @@ struct Layer {
     attention: OpPath,
 }
 
-impl Recomputable for Layer {
-    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        self.run(x, &mut Plain)
-    }
-}
-
-impl Layer {
+impl block::LayerForward for Layer {
     fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         let block = &self.block;
         let [batch, length, width] = x.dims();

@@ -1,5 +1,6 @@
 //! The models vramlab trains, behind one enum so the training loop is model-agnostic.
 
+mod block;
 mod cnn;
 mod dense;
 mod hook;

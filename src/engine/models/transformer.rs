@@ -22,11 +22,11 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
+use super::block;
 use super::dense::{Parts, dense, matrices_of, params_of};
-use super::hook::{LayerHook, Op, Plain};
+use super::hook::{LayerHook, Op};
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
-use crate::engine::ops::recompute::{self, Recomputable};
 
 #[derive(Module, Debug)]
 pub struct Transformer {
@@ -153,14 +153,7 @@ impl Transformer {
                 causal: self.causal,
                 attention: self.attention,
             };
-            x = match self.recompute {
-                true => {
-                    let x = recompute::checkpointed(&layer, x);
-                    hook.after(Op::Block);
-                    x
-                }
-                false => layer.run(x, hook),
-            };
+            x = block::run(&layer, x, self.recompute, hook);
         }
         let logits = self.head(x, hook);
         hook.after(Op::Logits);
@@ -210,13 +203,7 @@ struct Layer {
     attention: OpPath,
 }
 
-impl Recomputable for Layer {
-    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        self.run(x, &mut Plain)
-    }
-}
-
-impl Layer {
+impl block::LayerForward for Layer {
     /// burn's `TransformerEncoderLayer::forward` (no dropout), op by op.
     fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         let layer = &self.layer;
@@ -254,7 +241,9 @@ impl Layer {
             x
         }
     }
+}
 
+impl Layer {
     /// `MultiHeadAttention::forward` for self-attention: projections, the core, the output
     /// projection.
     fn self_attention(
