@@ -76,6 +76,21 @@ fn plan_and_run(
     (differences, reserved_gap, largest_page_bytes(&gpu.device))
 }
 
+/// [`plan_and_run`] for `preset` with `sets` at `batch`, which must agree: every reading and
+/// phase high-water mark to the byte, the reserved bytes within a page.
+fn plans_exactly(gpu: &Gpu, planner: &Gpu, preset: &str, sets: &[&str], batch: usize) {
+    let (differ, reserved_gap, page) = plan_and_run(gpu, planner, preset, sets, batch);
+    println!(
+        "{preset} b{batch} {sets:?}: {} readings differ; reserved within {reserved_gap} B",
+        differ.len()
+    );
+    assert!(differ.is_empty(), "{preset} {sets:?}: {differ:#?}");
+    assert!(
+        reserved_gap <= page,
+        "{preset} {sets:?}: reserved {reserved_gap} B apart"
+    );
+}
+
 #[test]
 fn a_plan_reproduces_every_presets_readings_exactly() {
     let (_lock, gpu) = gpu();
@@ -119,16 +134,7 @@ fn a_token_stream_plans_exactly_as_it_runs() {
     let planner = vramlab::engine::device::planner().expect("the planning device");
     for name in ["sort-llama", "sort-gpt"] {
         let sets = ["data.kind=stream", "data.seq_len=32", "data.vocab=64"];
-        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, name, &sets, 64);
-        println!(
-            "{name} on the stream, b64: {} readings differ; reserved within {reserved_gap} B",
-            differ.len()
-        );
-        assert!(differ.is_empty(), "{name}: {differ:#?}");
-        assert!(
-            reserved_gap <= page,
-            "{name}: reserved {reserved_gap} B apart"
-        );
+        plans_exactly(&gpu, &planner, name, &sets, 64);
     }
 }
 
@@ -141,16 +147,7 @@ fn weights_in_f16_or_int8_and_an_autodiff_evaluation_plan_exactly() {
         "strategies.weight_dtype=int8",
         "strategies.eval_mode=autodiff",
     ] {
-        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, "spiral-mlp", &[set], 256);
-        println!(
-            "spiral-mlp b256 {set}: {} readings differ; reserved within {reserved_gap} B",
-            differ.len()
-        );
-        assert!(differ.is_empty(), "{set}: {differ:#?}");
-        assert!(
-            reserved_gap <= page,
-            "{set}: reserved {reserved_gap} B apart"
-        );
+        plans_exactly(&gpu, &planner, "spiral-mlp", &[set], 256);
     }
 }
 
@@ -163,16 +160,7 @@ fn fused_attention_and_loss_plan_exactly() {
         "strategies.cross_entropy=fused",
     ];
     for preset in ["sort-transformer", "sort-gpt"] {
-        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset, &fused, 128);
-        println!(
-            "{preset} b128 fused: {} readings differ; reserved within {reserved_gap} B",
-            differ.len()
-        );
-        assert!(differ.is_empty(), "{preset}: {differ:#?}");
-        assert!(
-            reserved_gap <= page,
-            "{preset}: reserved {reserved_gap} B apart"
-        );
+        plans_exactly(&gpu, &planner, preset, &fused, 128);
     }
 }
 
@@ -200,16 +188,7 @@ fn layer_checkpointing_plans_exactly() {
             ][..],
         ),
     ] {
-        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, preset, sets, 64);
-        println!(
-            "{preset} b64 {sets:?}: {} readings differ; reserved within {reserved_gap} B",
-            differ.len()
-        );
-        assert!(differ.is_empty(), "{preset} {sets:?}: {differ:#?}");
-        assert!(
-            reserved_gap <= page,
-            "{preset}: reserved {reserved_gap} B apart"
-        );
+        plans_exactly(&gpu, &planner, preset, sets, 64);
     }
 }
 
@@ -218,14 +197,7 @@ fn adamw8bit_plans_exactly() {
     let (_lock, gpu) = gpu();
     let planner = vramlab::engine::device::planner().expect("the planning device");
     // digits-mlp's weight matrices are over 4,096 values (8-bit state), its biases under (f32).
-    let (differ, reserved_gap, page) =
-        plan_and_run(&gpu, &planner, "digits-mlp", &["optimizer=adamw8bit"], 128);
-    println!(
-        "digits-mlp b128 adamw8bit: {} readings differ; reserved within {reserved_gap} B",
-        differ.len()
-    );
-    assert!(differ.is_empty(), "{differ:#?}");
-    assert!(reserved_gap <= page, "reserved {reserved_gap} B apart");
+    plans_exactly(&gpu, &planner, "digits-mlp", &["optimizer=adamw8bit"], 128);
 }
 
 #[test]
@@ -240,16 +212,7 @@ fn a_quantized_base_plans_exactly() {
         ][..],
         &["strategies.weight_dtype=q8", "strategies.trainable=head"][..],
     ] {
-        let (differ, reserved_gap, page) = plan_and_run(&gpu, &planner, "sort-llama", sets, 64);
-        println!(
-            "sort-llama b64 {sets:?}: {} readings differ; reserved within {reserved_gap} B",
-            differ.len()
-        );
-        assert!(differ.is_empty(), "{sets:?}: {differ:#?}");
-        assert!(
-            reserved_gap <= page,
-            "{sets:?}: reserved {reserved_gap} B apart"
-        );
+        plans_exactly(&gpu, &planner, "sort-llama", sets, 64);
     }
 }
 
