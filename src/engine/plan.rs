@@ -22,7 +22,8 @@ use super::train::{KeptBytes, PredictedBytes, Run, Timeline};
 use super::validate::Purpose;
 
 /// Training steps a plan follows: the optimizer's state first exists in the first, and the
-/// second is the steady state every later step repeats. One evaluation batch follows them.
+/// second is the steady state every later step repeats. Two evaluation batches follow them (one
+/// where the test split is one): a real run's second batch overlaps the first's pending sums.
 pub const PLAN_STEPS: usize = 2;
 
 /// What the allocator would hold for a config, and whether that fits its budget.
@@ -30,7 +31,7 @@ pub const PLAN_STEPS: usize = 2;
 pub struct Plan {
     pub name: String,
     pub adapter: AdapterInfo,
-    /// The config as planned: its first [`PLAN_STEPS`] steps and one evaluation batch.
+    /// The config as planned: its first [`PLAN_STEPS`] steps and two evaluation batches.
     pub config: RunConfig,
     /// The model's parameters (LoRA adapters not included).
     pub params: u64,

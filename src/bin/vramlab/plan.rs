@@ -4,6 +4,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
     DataConfig, DataKind, InputKind, MixedPrecision, ModelKind, OpPath, Trainable, WeightDtype,
 };
+use vramlab::engine::data::split_sizes;
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
@@ -122,10 +123,19 @@ fn print_header(plan: &Plan) {
         s.cross_entropy.name(),
         s.checkpointing.name()
     );
+    let eval_batches = split_sizes(&config.data)
+        .1
+        .div_ceil(config.eval_batch_size.max(1))
+        .min(2);
     println!(
-        "  dry run: {PLAN_STEPS} training steps and one evaluation batch of {}, kernels compiled \
-         for {}",
-        config.eval_batch_size, plan.adapter.name,
+        "  dry run: {PLAN_STEPS} training steps and {} of {}, kernels compiled for {}",
+        if eval_batches == 1 {
+            "one evaluation batch"
+        } else {
+            "two evaluation batches (every later one holds what the second does)"
+        },
+        config.eval_batch_size,
+        plan.adapter.name,
     );
     println!(
         "  and none run, pages carved with no memory behind them (bindings up to {}), no losses; \

@@ -39,16 +39,20 @@ impl Run {
     /// The same run under a dry run: every launch compiled and dropped, every allocation
     /// carved by the real pools without device memory, on batches of zeros. What the
     /// allocator reports is what it would hold; losses and accuracies are meaningless and
-    /// nothing read back steers the run. Its test split is one evaluation batch.
+    /// nothing read back steers the run. Its test split is two evaluation batches at most.
     pub fn plan(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
         config.validate_for(Purpose::Plan)?;
         let (train, test) = split_sizes(&config.data);
-        // One evaluation batch, as large as a real run's largest: the test split may be smaller
-        // than `eval_batch_size` (digits: 449 samples against 512).
+        // Up to two evaluation batches, each as large as a real run's largest (the test split
+        // may be smaller than `eval_batch_size`: digits, 449 samples against 512). Two, because
+        // a real run's second batch starts while the first one's loss and hits are still
+        // pending in burn's fusion streams, which keep that batch's logits alive: on an H200
+        // GPT-2 small's evaluation held 1.6 GB more than one batch does (docs/performance.md).
+        // Every later batch repeats the second.
         let data = Dataset::shapes(
             &config.data,
             train.max(config.batch_size),
-            test.min(config.eval_batch_size),
+            test.min(2 * config.eval_batch_size),
         );
         let dry_run = DryRun::new();
         Self::start(config.clone(), gpu, data, Some(dry_run))
