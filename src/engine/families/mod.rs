@@ -10,6 +10,7 @@
 mod cnn;
 mod llama;
 mod mlp;
+mod qwen3;
 mod recurrent;
 mod transformer;
 
@@ -170,6 +171,8 @@ families! {
     /// A Llama-style decoder: RMSNorm, a SwiGLU feed-forward, rotary positions,
     /// grouped-query attention, tied or untied output (Llama, Mistral, Qwen2 shapes).
     Llama = "llama" => llama::LLAMA;
+    /// Qwen3: the llama with per-head query and key norms and heads of their own width.
+    Qwen3 = "qwen3" => qwen3::QWEN3;
 }
 
 impl ModelKind {
