@@ -11,6 +11,7 @@ pub mod config;
 pub mod data;
 pub mod device;
 pub mod error;
+pub mod families;
 pub mod finder;
 pub mod fused;
 pub mod hf_config;
@@ -28,7 +29,7 @@ pub mod strategies;
 pub mod suggest;
 pub mod table;
 pub mod train;
-mod validate;
+pub(crate) mod validate;
 
 pub use config::RunConfig;
 pub use device::{AdapterInfo, Gpu, acquire, acquire_with};

@@ -14,6 +14,17 @@ pub struct Preset {
     json: &'static str,
 }
 
+impl Preset {
+    /// A preset whose config is `json` (a family's own, in `engine::families`).
+    pub const fn new(name: &'static str, purpose: &'static str, json: &'static str) -> Self {
+        Self {
+            name,
+            purpose,
+            json,
+        }
+    }
+}
+
 /// The preset `vramlab` trains when given no arguments.
 pub const DEFAULT_PRESET: &str = "spiral-mlp";
 
@@ -99,16 +110,34 @@ pub const PLAN_PRESETS: &[Preset] = &[
     },
 ];
 
+/// Every playground preset: those listed in [`PRESETS`], then each family's own
+/// (`Family::presets`), in the registry's order.
+pub fn playground() -> impl Iterator<Item = &'static Preset> {
+    PRESETS.iter().chain(
+        ModelKind::ALL
+            .iter()
+            .flat_map(|kind| kind.family().presets().0),
+    )
+}
+
+/// Every preset sized for `vramlab plan`: [`PLAN_PRESETS`], then each family's own.
+pub fn for_plans() -> impl Iterator<Item = &'static Preset> {
+    PLAN_PRESETS.iter().chain(
+        ModelKind::ALL
+            .iter()
+            .flat_map(|kind| kind.family().presets().1),
+    )
+}
+
 /// The preset's config, parsed (presets are tested to parse and validate).
 pub fn preset(name: &str) -> Result<RunConfig, ConfigError> {
-    let mut all = PRESETS.iter().chain(PLAN_PRESETS);
-    let found = all
+    let found = playground()
+        .chain(for_plans())
         .find(|p| p.name == name)
         .ok_or_else(|| ConfigError::UnknownPreset {
             name: name.to_string(),
-            known: PRESETS
-                .iter()
-                .chain(PLAN_PRESETS)
+            known: playground()
+                .chain(for_plans())
                 .map(|p| p.name)
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -120,28 +149,7 @@ pub fn preset(name: &str) -> Result<RunConfig, ConfigError> {
 pub fn describe(preset: &Preset) -> String {
     match RunConfig::from_json(preset.json) {
         Ok(c) => {
-            let model = match c.model.kind {
-                ModelKind::Mlp => format!(
-                    "mlp {}",
-                    c.model
-                        .hidden
-                        .iter()
-                        .map(usize::to_string)
-                        .collect::<Vec<_>>()
-                        .join("-")
-                ),
-                ModelKind::Cnn => format!("cnn {}-{}", c.model.channels[0], c.model.channels[1]),
-                ModelKind::Gru | ModelKind::Lstm => {
-                    format!("{} w{}", c.model.kind.name(), c.model.width)
-                }
-                ModelKind::Transformer | ModelKind::Llama => format!(
-                    "{} w{} x{} h{}",
-                    c.model.kind.name(),
-                    c.model.width,
-                    c.model.layers,
-                    c.model.heads
-                ),
-            };
+            let model = c.model.kind.family().short(&c);
             format!(
                 "{:<17} {:<8} {:<24} batch {:<5} {:>4} steps  {}",
                 preset.name,

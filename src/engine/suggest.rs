@@ -3,7 +3,7 @@
 
 use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MemoryPool, MixedPrecision,
-    ModelKind, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
+    OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -52,7 +52,7 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     }
     // A transformer's first changes: what fusing its attention and loss saves comes at no
     // cost to the training, and on long sequences or large vocabularies it is most of the step.
-    let attends = matches!(config.model.kind, ModelKind::Transformer | ModelKind::Llama);
+    let attends = config.model.kind.family().attends();
     if attends && strategies.attention == OpPath::Naive {
         changes.push(("strategies.attention", "fused".into()));
     }

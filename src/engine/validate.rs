@@ -90,7 +90,7 @@ fn plannable(config: &RunConfig) -> Check {
     Ok(())
 }
 
-fn int_in(field: &str, value: usize, (lo, hi): (usize, usize)) -> Check {
+pub(crate) fn int_in(field: &str, value: usize, (lo, hi): (usize, usize)) -> Check {
     if (lo..=hi).contains(&value) {
         Ok(())
     } else {
@@ -125,7 +125,7 @@ fn zero_or_enough(
     Ok(())
 }
 
-fn float_in(field: &str, value: f64, (lo, hi): (f64, f64)) -> Check {
+pub(crate) fn float_in(field: &str, value: f64, (lo, hi): (f64, f64)) -> Check {
     if value.is_finite() && (lo..=hi).contains(&value) {
         Ok(())
     } else {
@@ -199,7 +199,8 @@ fn model(config: &RunConfig) -> Check {
     let input = config.data.input_kind();
     if !model.kind.accepts(input) {
         let fits: Vec<&str> = ModelKind::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|kind| kind.accepts(input))
             .map(ModelKind::name)
             .collect();
@@ -226,7 +227,7 @@ fn model(config: &RunConfig) -> Check {
         ));
     }
     // A llama is always a decoder: the flag says nothing new there.
-    if model.decoder && !matches!(model.kind, ModelKind::Transformer | ModelKind::Llama) {
+    if model.decoder && !model.kind.family().attends() {
         return Err(ConfigError::invalid(
             "model.decoder",
             format!(
@@ -236,40 +237,7 @@ fn model(config: &RunConfig) -> Check {
             ),
         ));
     }
-    match model.kind {
-        ModelKind::Mlp => {
-            int_in("model.hidden", model.hidden.len(), limits::HIDDEN_LAYERS).map_err(|_| {
-                ConfigError::out_of_range(
-                    "model.hidden",
-                    format!("{} layers", model.hidden.len()),
-                    "0..=16 layers",
-                )
-            })?;
-            widths("model.hidden", &model.hidden, limits::WIDTH)?;
-        }
-        ModelKind::Cnn => {
-            if model.channels.len() != 2 {
-                return Err(ConfigError::invalid(
-                    "model.channels",
-                    format!(
-                        "needs exactly 2 entries (one per convolution), got {}",
-                        model.channels.len()
-                    ),
-                ));
-            }
-            widths("model.channels", &model.channels, limits::CHANNELS)?;
-            if model.hidden.is_empty() {
-                return Err(ConfigError::invalid(
-                    "model.hidden",
-                    "the CNN needs one entry: the width of its dense layer",
-                ));
-            }
-            widths("model.hidden", &model.hidden[..1], limits::WIDTH)?;
-        }
-        ModelKind::Gru | ModelKind::Lstm => int_in("model.width", model.width, limits::WIDTH)?,
-        ModelKind::Transformer | ModelKind::Llama => attention_model(config)?,
-    }
-    Ok(())
+    model.kind.family().check(config)
 }
 
 /// A stream has no answer to classify, only the next token at every position: a decoder's task.
@@ -292,8 +260,8 @@ fn stream_needs_a_decoder(config: &RunConfig) -> Check {
     ))
 }
 
-/// A transformer's or llama's sizes, and the token and position tables it states.
-fn attention_model(config: &RunConfig) -> Check {
+/// An attention model's sizes (width, blocks, heads, feed-forward), heads dividing the width.
+pub(crate) fn attention_sizes(config: &RunConfig) -> Check {
     let model = &config.model;
     int_in("model.width", model.width, limits::WIDTH)?;
     int_in("model.layers", model.layers, limits::LAYERS)?;
@@ -308,14 +276,13 @@ fn attention_model(config: &RunConfig) -> Check {
             ),
         ));
     }
+    Ok(())
+}
+
+/// Key/value heads shared by equal groups of query heads.
+pub(crate) fn kv_groups(config: &RunConfig) -> Check {
+    let model = &config.model;
     let kv_heads = model.kv_heads();
-    if model.kind == ModelKind::Transformer && kv_heads != model.heads {
-        return Err(ConfigError::invalid(
-            "model.kv_heads",
-            "a transformer has one key/value head per attention head (0); grouped-query \
-             attention is a llama's",
-        ));
-    }
     if !(1..=model.heads).contains(&kv_heads) || !model.heads.is_multiple_of(kv_heads) {
         return Err(ConfigError::invalid(
             "model.kv_heads",
@@ -325,20 +292,13 @@ fn attention_model(config: &RunConfig) -> Check {
             ),
         ));
     }
-    if model.kind == ModelKind::Llama {
-        let head_dim = model.width / model.heads;
-        if !head_dim.is_multiple_of(2) {
-            return Err(ConfigError::invalid(
-                "model.heads",
-                format!(
-                    "rotary positions turn pairs of a head's dimensions: model.width / \
-                     model.heads = {head_dim} must be even"
-                ),
-            ));
-        }
-        float_in("model.rope_theta", model.rope_theta, limits::ROPE_THETA)?;
-        float_in("model.norm_eps", model.norm_eps, limits::NORM_EPS)?;
-    }
+    Ok(())
+}
+
+/// The token and position tables an attention model states: rows for every token of the data
+/// and a position for every token of a sample.
+pub(crate) fn attention_tables(config: &RunConfig) -> Check {
+    let model = &config.model;
     let data = &config.data;
     let stream = data.kind == DataKind::Stream;
     zero_or_enough(
@@ -371,7 +331,7 @@ fn attention_model(config: &RunConfig) -> Check {
     Ok(())
 }
 
-fn widths(field: &str, values: &[usize], range: (usize, usize)) -> Check {
+pub(crate) fn widths(field: &str, values: &[usize], range: (usize, usize)) -> Check {
     for (i, &w) in values.iter().enumerate() {
         int_in(&format!("{field}[{i}]"), w, range)?;
     }

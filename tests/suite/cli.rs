@@ -7,13 +7,13 @@ fn presets_lists_one_line_each() {
     let out = vramlab(&["presets"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    use vramlab::engine::presets::{PLAN_PRESETS, PRESETS};
+    use vramlab::engine::presets::{for_plans, playground};
     // One line each, the plan presets under a heading after a blank line.
     assert_eq!(
         text.lines().filter(|l| !l.is_empty()).count(),
-        PRESETS.len() + 1 + PLAN_PRESETS.len()
+        playground().count() + 1 + for_plans().count()
     );
-    for preset in PRESETS.iter().chain(PLAN_PRESETS) {
+    for preset in playground().chain(for_plans()) {
         assert!(
             text.lines().any(|l| l.starts_with(preset.name)),
             "{}",

@@ -35,6 +35,8 @@ fn hf_configs_build_their_published_parameter_counts() {
         ("llama-2-7b.json", 6_738_415_616),
         ("mistral-7b-v0.1.json", 7_241_732_096),
         ("qwen2-0.5b.json", 494_032_768),
+        ("qwen3-0.6b.json", 596_049_920),
+        ("qwen3-8b.json", 8_190_735_360),
     ] {
         let config = from_file(file);
         assert_eq!(

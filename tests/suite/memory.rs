@@ -5,7 +5,7 @@ use vramlab::engine::data::Dataset;
 use vramlab::engine::memory::predict;
 use vramlab::engine::models::Model;
 use vramlab::engine::phase::Phase;
-use vramlab::engine::presets::PRESETS;
+use vramlab::engine::presets::playground;
 
 use super::support::{config, gpu, mib, run};
 
@@ -114,7 +114,7 @@ fn analytic_peak_matches_the_high_water_mark_within_10_percent() {
 #[test]
 fn analytic_parameter_count_is_the_models_own() {
     let (_lock, gpu) = gpu();
-    for preset in PRESETS {
+    for preset in playground() {
         let cfg = config(preset.name, &[]);
         let data = Dataset::build(&cfg.data, cfg.seed).unwrap();
         let model = Model::build(&cfg, &data, &gpu.device);

@@ -6,7 +6,7 @@ use vramlab::engine::data::split_sizes;
 use vramlab::engine::memory::sampler::largest_page_bytes;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, Plan};
-use vramlab::engine::presets::PRESETS;
+use vramlab::engine::presets::playground;
 use vramlab::engine::strategies::catalog;
 
 use crate::suite::support::{config, gpu, mib, run, vramlab_json};
@@ -99,7 +99,7 @@ fn a_plan_reproduces_every_presets_readings_exactly() {
     let (_lock, gpu) = gpu();
     let planner = vramlab::engine::device::planner().expect("the planning device");
     let mut differences = Vec::new();
-    for preset in PRESETS {
+    for preset in playground() {
         let batch = vramlab::engine::presets::preset(preset.name)
             .unwrap()
             .batch_size;

@@ -3,8 +3,8 @@
 //! refuses exactly what the CLI refuses, with the same message naming the field.
 
 use leptos::prelude::*;
-use vramlab::engine::config::{DataKind, InputKind, ModelKind};
-use vramlab::engine::presets::PRESETS;
+use vramlab::engine::config::{DataKind, InputKind};
+use vramlab::engine::presets::playground;
 use vramlab::engine::strategies::catalog::{self, Entry};
 use vramlab::engine::{AdapterInfo, RunConfig};
 
@@ -134,8 +134,7 @@ pub fn ConfigPanel(editor: Editor) -> impl IntoView {
     let kind = move || editor.config.with(|c| c.model.kind);
     let input = move || editor.config.with(|c| c.data.input_kind());
     let on_table = move || editor.config.with(|c| c.data.kind == DataKind::Csv);
-    let presets = PRESETS
-        .iter()
+    let presets = playground()
         .map(|p| view! { <option value=p.name title=p.purpose>{p.name}</option> })
         .collect_view();
     view! {
@@ -165,27 +164,10 @@ pub fn ConfigPanel(editor: Editor) -> impl IntoView {
                 InputKind::Features => ().into_any(),
             }}
             {field(editor, "test fraction", "data.test_fraction", "share held out for testing")}
-            {move || match kind() {
-                ModelKind::Mlp => field(editor, "hidden widths", "model.hidden", "comma-separated").into_any(),
-                ModelKind::Cnn => view! {
-                    {field(editor, "channels", "model.channels", "two convolutions")}
-                    {field(editor, "dense width", "model.hidden", "one entry")}
-                }.into_any(),
-                ModelKind::Gru | ModelKind::Lstm => field(editor, "width", "model.width", "hidden size").into_any(),
-                ModelKind::Transformer => view! {
-                    {field(editor, "width", "model.width", "model width")}
-                    {field(editor, "layers", "model.layers", "encoder layers")}
-                    {field(editor, "heads", "model.heads", "attention heads")}
-                    {field(editor, "ff", "model.ff", "feed-forward width")}
-                }.into_any(),
-                ModelKind::Llama => view! {
-                    {field(editor, "width", "model.width", "model width")}
-                    {field(editor, "layers", "model.layers", "decoder blocks")}
-                    {field(editor, "heads", "model.heads", "attention heads")}
-                    {field(editor, "kv heads", "model.kv_heads", "key/value heads (0: one per head)")}
-                    {field(editor, "ff", "model.ff", "SwiGLU width")}
-                }.into_any(),
-            }}
+            // The model card's fields are the family's (`Family::panel`).
+            {move || kind().family().panel().iter()
+                .map(|f| field(editor, f.label, f.path, f.hint))
+                .collect_view()}
         </section>
     }
 }

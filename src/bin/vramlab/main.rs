@@ -57,11 +57,11 @@ fn main() -> ExitCode {
         Some(Command::FindBatch(args)) => find_batch(&args),
         Some(Command::Plan(args)) => plan(&args),
         Some(Command::Presets) => {
-            for preset in engine::presets::PRESETS {
+            for preset in engine::presets::playground() {
                 println!("{}", engine::presets::describe(preset));
             }
             println!("\nsized for `vramlab plan` (bigger than a playground):");
-            for preset in engine::presets::PLAN_PRESETS {
+            for preset in engine::presets::for_plans() {
                 println!("{}", engine::presets::describe(preset));
             }
             Ok(())

@@ -2,7 +2,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
-    DataConfig, DataKind, InputKind, MixedPrecision, ModelKind, OpPath, Trainable, WeightDtype,
+    DataConfig, DataKind, InputKind, MixedPrecision, OpPath, Trainable, WeightDtype,
 };
 use vramlab::engine::data::split_sizes;
 use vramlab::engine::memory::Categories;
@@ -99,7 +99,7 @@ fn print_header(plan: &Plan) {
             s.lora_rank, s.lora_alpha
         ),
     };
-    let attends = matches!(config.model.kind, ModelKind::Transformer | ModelKind::Llama);
+    let attends = config.model.kind.family().attends();
     // In the words of PyTorch's choices: SDPA keeps the output and a log-sum-exp per row, eager
     // attention its scores and weights.
     let attention = match (attends, s.attention) {
@@ -147,35 +147,7 @@ fn print_header(plan: &Plan) {
 
 /// The model in a few words: its family and sizes.
 fn describe_model(config: &RunConfig) -> String {
-    let m = &config.model;
-    match m.kind {
-        ModelKind::Llama => format!(
-            "llama, {} blocks of width {}, {} heads ({} key/value), SwiGLU {}, {} tokens, {} \
-             output",
-            m.layers,
-            m.width,
-            m.heads,
-            m.kv_heads(),
-            m.ff,
-            config.token_rows(),
-            if m.tied { "tied" } else { "untied" }
-        ),
-        ModelKind::Transformer => format!(
-            "{}, {} blocks of width {}, {} heads, feed-forward {}, {} tokens, {} positions",
-            if m.decoder {
-                "GPT-2-style decoder"
-            } else {
-                "transformer encoder"
-            },
-            m.layers,
-            m.width,
-            m.heads,
-            m.ff,
-            config.token_rows(),
-            config.position_rows()
-        ),
-        kind => kind.name().to_string(),
-    }
+    config.model.kind.family().summary(config)
 }
 
 fn print_parameters(plan: &Plan) {

@@ -10,6 +10,7 @@ mod budget;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::families::ModelKind;
 pub use budget::{BUDGET_FORMS, Budget};
 
 use super::error::ConfigError;
@@ -310,15 +311,27 @@ pub struct ModelConfig {
     pub rope_theta: f64,
     /// Llama: RMSNorm's epsilon (`rms_norm_eps`).
     pub norm_eps: f64,
+    /// Llama: each attention head's width (`head_dim`), when it is not `width / heads`. 0:
+    /// `width / heads`. Written out only when set.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub head_dim: usize,
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 impl ModelConfig {
     /// Whether the model predicts the next token at every position (a decoder's loss).
     pub fn is_decoder(&self) -> bool {
-        match self.kind {
-            ModelKind::Llama => true,
-            ModelKind::Transformer => self.decoder,
-            _ => false,
+        self.kind.family().is_decoder(self)
+    }
+
+    /// Each attention head's width as the model builds it.
+    pub fn head_dim(&self) -> usize {
+        match self.head_dim {
+            0 => self.width / self.heads.max(1),
+            n => n,
         }
     }
 
@@ -350,53 +363,7 @@ impl Default for ModelConfig {
             qkv_bias: false,
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelKind {
-    Mlp,
-    Cnn,
-    Gru,
-    Lstm,
-    Transformer,
-    /// A Llama-style decoder: RMSNorm, a SwiGLU feed-forward, rotary positions,
-    /// grouped-query attention, tied or untied output (Llama, Mistral, Qwen2 shapes).
-    Llama,
-}
-
-impl ModelKind {
-    pub const ALL: [ModelKind; 6] = [
-        Self::Mlp,
-        Self::Cnn,
-        Self::Gru,
-        Self::Lstm,
-        Self::Transformer,
-        Self::Llama,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Mlp => "mlp",
-            Self::Cnn => "cnn",
-            Self::Gru => "gru",
-            Self::Lstm => "lstm",
-            Self::Transformer => "transformer",
-            Self::Llama => "llama",
-        }
-    }
-
-    /// The input families this model can take.
-    pub fn accepts(self, input: InputKind) -> bool {
-        match self {
-            Self::Mlp => matches!(
-                input,
-                InputKind::Points | InputKind::Images | InputKind::Features
-            ),
-            Self::Cnn => input == InputKind::Images,
-            Self::Gru | Self::Lstm | Self::Transformer | Self::Llama => input == InputKind::Tokens,
+            head_dim: 0,
         }
     }
 }

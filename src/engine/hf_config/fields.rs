@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::engine::error::ConfigError;
 
 /// The top-level object of a `config.json`.
-pub(super) struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     map: &'a Map<String, Value>,
 }
 

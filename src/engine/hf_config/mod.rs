@@ -17,17 +17,19 @@ mod fields;
 
 use serde_json::Value;
 
-use super::config::{DataKind, InputKind, ModelConfig, OpPath, RunConfig};
+use super::config::{DataKind, InputKind, ModelConfig, ModelKind, OpPath, RunConfig};
 use super::error::ConfigError;
 
-pub use families::Family;
+pub use families::HfType;
+pub(crate) use families::divides;
 use families::{DROPOUT, understood};
-use fields::Fields;
+pub(crate) use fields::Fields;
 
 /// A model read from a `config.json`, with what the file says beyond the model config.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HfModel {
-    pub family: Family,
+    /// The `model_type` read, as the family that reads it describes it.
+    pub family: &'static HfType,
     /// The model as vramlab builds it.
     pub model: ModelConfig,
     /// `_name_or_path`, when the file names its model.
@@ -111,7 +113,7 @@ pub fn read(text: &str) -> Result<HfModel, ConfigError> {
             format!("missing; vramlab reads {}", quoted_types()),
         )
     })?;
-    let family = Family::from_model_type(model_type).ok_or_else(|| {
+    let family = HfType::from_model_type(model_type).ok_or_else(|| {
         ConfigError::invalid(
             "model_type",
             format!(
@@ -133,13 +135,10 @@ pub fn read(text: &str) -> Result<HfModel, ConfigError> {
         ));
     }
     architectures(family, &fields)?;
-    let model = match family {
-        Family::Gpt2 => families::gpt2(&fields)?,
-        _ => families::llama(family, &fields)?,
-    };
-    let rope_scaling = match family {
-        Family::Gpt2 => None,
-        _ => families::rope_scaling(&fields)?,
+    let model = (family.model)(&fields)?;
+    let rope_scaling = match family.rotary {
+        false => None,
+        true => families::rope_scaling(&fields)?,
     };
     let mut dropout = Vec::new();
     for name in DROPOUT.iter().filter(|name| map.contains_key(**name)) {
@@ -150,7 +149,7 @@ pub fn read(text: &str) -> Result<HfModel, ConfigError> {
     }
     Ok(HfModel {
         family,
-        sliding_window: families::sliding_window(family, &fields)?,
+        sliding_window: (family.window)(&fields)?,
         name: fields
             .text("_name_or_path")?
             .filter(|name| !name.is_empty())
@@ -163,8 +162,7 @@ pub fn read(text: &str) -> Result<HfModel, ConfigError> {
 }
 
 fn quoted_types() -> String {
-    Family::ALL
-        .iter()
+    ModelKind::hf_types()
         .map(|family| format!("{:?}", family.model_type()))
         .collect::<Vec<_>>()
         .join(", ")
@@ -172,7 +170,7 @@ fn quoted_types() -> String {
 
 /// `architectures` names the class the file's weights belong to: vramlab plans the causal
 /// language model, so another head (a classifier) is refused.
-fn architectures(family: Family, fields: &Fields) -> Result<(), ConfigError> {
+fn architectures(family: &HfType, fields: &Fields) -> Result<(), ConfigError> {
     let Some(value) = fields.get("architectures") else {
         return Ok(());
     };
@@ -319,10 +317,7 @@ impl HfModel {
 
     /// The longest sample the model takes, and the field that says so.
     fn longest_sequence(&self) -> (usize, &'static str) {
-        let positions = match self.family {
-            Family::Gpt2 => (self.model.positions, "n_positions"),
-            _ => (self.model.positions, "max_position_embeddings"),
-        };
+        let positions = (self.model.positions, self.family.positions_field);
         match self.sliding_window {
             Some(window) if window < positions.0 => (window, "sliding_window"),
             _ => positions,

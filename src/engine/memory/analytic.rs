@@ -25,17 +25,16 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
-    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, ModelKind,
-    OpPath, OptimizerKind, RunConfig, Trainable,
+    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, OpPath,
+    OptimizerKind, RunConfig, Trainable,
 };
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
-use crate::engine::models::cnn_geometry;
 use crate::engine::strategies::weight_dtype::BlockFormat;
 use crate::engine::train::adamw8bit;
 
-const F32: u64 = 4;
+pub(crate) const F32: u64 = 4;
 /// Token and class ids are stored as 32-bit integers on the wgpu backend.
-const INT: u64 = 4;
+pub(crate) const INT: u64 = 4;
 
 /// One layer's share.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -73,7 +72,7 @@ pub struct LayerEstimate {
 }
 
 impl LayerEstimate {
-    fn new(name: String, tensors: Vec<Vec<u64>>, activation_bytes: u64) -> Self {
+    pub(crate) fn new(name: String, tensors: Vec<Vec<u64>>, activation_bytes: u64) -> Self {
         Self {
             name,
             params: tensors
@@ -92,14 +91,14 @@ impl LayerEstimate {
     }
 
     /// One block of a transformer or llama (what per-layer checkpointing recomputes).
-    fn in_block(self) -> Self {
+    pub(crate) fn in_block(self) -> Self {
         Self {
             block: true,
             ..self
         }
     }
 
-    fn output(self, output_bytes: u64) -> Self {
+    pub(crate) fn output(self, output_bytes: u64) -> Self {
         Self {
             output_bytes,
             ..self
@@ -107,12 +106,12 @@ impl LayerEstimate {
     }
 
     /// LoRA adapts these of its matrices.
-    fn adapting(self, adapted: Vec<[u64; 2]>) -> Self {
+    pub(crate) fn adapting(self, adapted: Vec<[u64; 2]>) -> Self {
         Self { adapted, ..self }
     }
 
     /// Every matrix of its tensors is adapted.
-    fn adapting_all(self) -> Self {
+    pub(crate) fn adapting_all(self) -> Self {
         let adapted = self
             .tensors
             .iter()
@@ -125,7 +124,7 @@ impl LayerEstimate {
     }
 
     /// Part of the output layer; with a frozen body it keeps `frozen_body_bytes`.
-    fn in_head_keeping(self, frozen_body_bytes: u64) -> Self {
+    pub(crate) fn in_head_keeping(self, frozen_body_bytes: u64) -> Self {
         Self {
             head: true,
             frozen_body_bytes,
@@ -135,7 +134,7 @@ impl LayerEstimate {
 }
 
 /// A dense layer's weight `[inputs, outputs]` and, with `bias`, its bias.
-fn linear_tensors(inputs: usize, outputs: usize, bias: bool) -> Vec<Vec<u64>> {
+pub(crate) fn linear_tensors(inputs: usize, outputs: usize, bias: bool) -> Vec<Vec<u64>> {
     let mut tensors = vec![vec![inputs as u64, outputs as u64]];
     if bias {
         tensors.push(vec![outputs as u64]);
@@ -194,7 +193,7 @@ fn is_decoder(config: &RunConfig) -> bool {
 
 /// Bytes of the fused ops' blocks (`engine::ops`): at most this much of a score or logit
 /// tensor exists at once.
-fn attention_block(full: u64) -> u64 {
+pub(crate) fn attention_block(full: u64) -> u64 {
     full.min(crate::engine::ops::attention::BLOCK_SCORE_BYTES as u64)
 }
 
@@ -203,15 +202,9 @@ fn loss_block(full: u64) -> u64 {
 }
 
 /// Per-layer estimates of `config`'s model for a batch of `b` samples.
-fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
+pub(crate) fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
     let (width, classes, _) = data_shape(config);
-    let mut layers = match config.model.kind {
-        ModelKind::Mlp => mlp_layers(config, width, classes, b),
-        ModelKind::Cnn => cnn_layers(config, classes, b),
-        ModelKind::Gru | ModelKind::Lstm => recurrent_layers(config, classes, b),
-        ModelKind::Transformer => transformer_layers(config, classes, b),
-        ModelKind::Llama => llama_layers(config, b),
-    };
+    let mut layers = config.model.kind.family().layers(config, width, classes, b);
     if config.strategies.checkpointing == Checkpointing::Layers {
         // Each block keeps its input, `[b, tokens, width]`, and backward makes its activations
         // again, one block at a time.
@@ -237,7 +230,7 @@ fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
 /// Tensors a dense or conv layer followed by an activation keeps: its output before and after
 /// the activation, or (with checkpointing) only the former, the activation being recomputed
 /// in backward.
-fn kept_per_activated_layer(config: &RunConfig) -> u64 {
+pub(crate) fn kept_per_activated_layer(config: &RunConfig) -> u64 {
     match config.strategies.checkpointing {
         // `layers` is refused for the models with such layers (no blocks to recompute).
         Checkpointing::None | Checkpointing::Layers => 2,
@@ -523,13 +516,11 @@ impl Trained {
         if self.adapters == 0 {
             return 0;
         }
-        let m = &config.model;
-        match m.kind {
-            ModelKind::Mlp | ModelKind::Cnn => {
-                layers.iter().map(|l| l.output_bytes).max().unwrap_or(0)
-            }
-            _ => config.data.sample_tokens() as u64 * b * m.width.max(m.ff) as u64 * F32,
-        }
+        config
+            .model
+            .kind
+            .family()
+            .lora_branch_gradient(config, layers, b)
     }
 
     /// `adamw8bit`'s two moments, tensor by tensor (`engine::train::adamw8bit`).
@@ -554,395 +545,27 @@ impl Trained {
 /// The most a forward pass without a graph holds beside its input and logits, for `n` samples:
 /// each tensor is freed once the next operation has read it.
 fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
-    let m = &config.model;
-    let length = config.data.sample_tokens() as u64;
-    match m.kind {
-        // One layer at a time: its input, its output before and after the activation.
-        ModelKind::Mlp | ModelKind::Cnn => layers_for(config, n)
-            .iter()
-            .map(|l| l.activation_bytes)
-            .max()
-            .unwrap_or(0),
-        // The embedded sequence, the sequence of hidden states the cell writes into, and the
-        // gates' temporaries of one time step (seven of [n, width] in plans, GRU and LSTM alike).
-        ModelKind::Gru | ModelKind::Lstm => {
-            (2 * length + RECURRENT_STEP_TEMPORARIES) * n * m.width as u64 * F32
-        }
-        // The larger of one encoder layer's attention (its scores before and after softmax
-        // beside six [n, L, width] tensors: the residual stream, Q, K, V, context and the
-        // projection, as plans show them) and its feed-forward block (input, hidden before and
-        // after the activation).
-        ModelKind::Transformer => {
-            let full_scores = n * m.heads as u64 * length * length * F32;
-            let scores = match config.strategies.attention {
-                // A decoder's adds burn's autoregressive mask (int-sized bools).
-                OpPath::Naive if is_decoder(config) => 2 * full_scores + n * length * length * INT,
-                OpPath::Naive => 2 * full_scores,
-                OpPath::Fused => 2 * attention_block(full_scores),
-            };
-            let attention = scores + 6 * n * length * m.width as u64 * F32;
-            let feed_forward = n * length * (m.width as u64 + 2 * m.ff as u64) * F32;
-            attention.max(feed_forward)
-        }
-        // The same shape for a llama (the mask is built with -inf fills, no int tensor; four
-        // [n, L, width] beside the scores in plans: the stream, Q, K, V), with its
-        // feed-forward's gate and up projections and their product.
-        ModelKind::Llama => {
-            let full_scores = n * m.heads as u64 * length * length * F32;
-            let scores = match config.strategies.attention {
-                OpPath::Naive => 2 * full_scores,
-                OpPath::Fused => 2 * attention_block(full_scores),
-            };
-            let attention = scores + 4 * n * length * m.width as u64 * F32;
-            // The stream and the normalized input beside the gate, up and their product.
-            let feed_forward = n * length * (2 * m.width as u64 + 2 * m.ff as u64) * F32;
-            attention.max(feed_forward)
-        }
-    }
+    config.model.kind.family().inference_bytes(config, n)
 }
 
-/// Tensors of [batch, width] a recurrent cell holds for one time step beyond the states it
-/// writes: the gates' pre-activations and products (measured in plans, at two sizes each).
-const RECURRENT_STEP_TEMPORARIES: u64 = 7;
-
 /// What backward holds beside every activation before any is freed, for a micro-batch of `b`:
-/// the gradients of the last layers' outputs. Fitted to plans (`vramlab bench-analytic`):
-/// - MLP and CNN: the gradient of the largest layer output;
-/// - GRU and LSTM: two [b, L, width] gradients, of the output sequence and of the states;
-/// - transformer: the larger of three feed-forward hiddens [b, L, ff] (the activation's
-///   backward) and two score tensors [b, heads, L, L] (softmax's backward).
+/// the gradients of the last layers' outputs, as each family fits them to plans (`vramlab
+/// bench-analytic`).
 fn backward_working_set(config: &RunConfig, b: u64) -> u64 {
-    let m = &config.model;
-    let length = config.data.sample_tokens() as u64;
-    let bytes = match m.kind {
-        ModelKind::Mlp | ModelKind::Cnn => {
-            return layers_for(config, b)
-                .iter()
-                .map(|l| l.output_bytes)
-                .max()
-                .unwrap_or(0);
-        }
-        ModelKind::Gru | ModelKind::Lstm => 2 * b * length * m.width as u64 * F32,
-        ModelKind::Transformer | ModelKind::Llama => {
-            let feed_forward = 3 * b * length * m.ff as u64 * F32;
-            let full_scores = b * m.heads as u64 * length * length * F32;
-            let scores = match config.strategies.attention {
-                OpPath::Naive => 2 * full_scores,
-                // Backward forms one block's scores at a time (their softmax and gradients
-                // fused into the same elementwise kernels where burn can).
-                OpPath::Fused => attention_block(full_scores),
-            };
-            feed_forward.max(scores)
-        }
-    };
-    // Gradients come in the dtype the activations were computed in.
+    config.model.kind.family().backward_working_set(config, b)
+}
+
+/// `bytes` of gradients in the dtype the activations were computed in.
+pub(crate) fn in_gradient_dtype(config: &RunConfig, bytes: u64) -> u64 {
     match config.strategies.training_precision() {
         MixedPrecision::Off => bytes,
         _ => bytes / 2,
     }
 }
 
-fn mlp_layers(config: &RunConfig, width: usize, classes: usize, b: u64) -> Vec<LayerEstimate> {
-    let widths: Vec<usize> = std::iter::once(width)
-        .chain(config.model.hidden.iter().copied())
-        .chain(std::iter::once(classes))
-        .collect();
-    let last = widths.len() - 2;
-    let kept = kept_per_activated_layer(config);
-    widths
-        .windows(2)
-        .enumerate()
-        .map(|(i, pair)| {
-            let output = b * pair[1] as u64 * F32;
-            let layer = LayerEstimate::new(
-                format!("dense{} {}x{}", i + 1, pair[0], pair[1]),
-                linear_tensors(pair[0], pair[1], true),
-                0,
-            )
-            .adapting_all();
-            if i < last {
-                LayerEstimate {
-                    activation_bytes: kept * output,
-                    ..layer.output(output)
-                }
-            } else {
-                // The output layer keeps its logits and the log-softmax of the loss; with a
-                // frozen body, also its input for its weight's gradient (otherwise counted as
-                // the layer before's output).
-                let input = b * pair[0] as u64 * F32;
-                LayerEstimate {
-                    activation_bytes: 2 * output,
-                    ..layer.in_head_keeping(2 * output + input)
-                }
-            }
-        })
-        .collect()
-}
-
-fn cnn_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
-    let [c1, c2] = [config.model.channels[0], config.model.channels[1]];
-    let hidden = config.model.hidden[0];
-    let (side, pooled) = cnn_geometry();
-    let map = (side * side) as u64;
-    let pooled_map = (pooled * pooled) as u64;
-    let kept = kept_per_activated_layer(config);
-    let conv = |from: usize, to: usize| vec![vec![to as u64, from as u64, 3, 3], vec![to as u64]];
-    vec![
-        LayerEstimate::new(
-            format!("conv1 1->{c1} 3x3"),
-            conv(1, c1),
-            kept * b * c1 as u64 * map * F32,
-        )
-        .output(b * c1 as u64 * map * F32),
-        LayerEstimate::new(
-            format!("conv2 {c1}->{c2} 3x3"),
-            conv(c1, c2),
-            kept * b * c2 as u64 * map * F32,
-        )
-        .output(b * c2 as u64 * map * F32),
-        // The pooled map, and the argmax indices max-pool backward needs.
-        LayerEstimate::new(
-            "maxpool 2x2".into(),
-            Vec::new(),
-            b * c2 as u64 * pooled_map * (F32 + INT),
-        ),
-        LayerEstimate::new(
-            format!("dense {}x{hidden}", c2 as u64 * pooled_map),
-            linear_tensors(c2 * pooled * pooled, hidden, true),
-            kept * b * hidden as u64 * F32,
-        )
-        .output(b * hidden as u64 * F32)
-        .adapting_all(),
-        LayerEstimate::new(
-            format!("classifier {hidden}x{classes}"),
-            linear_tensors(hidden, classes, true),
-            2 * b * classes as u64 * F32,
-        )
-        .adapting_all()
-        .in_head_keeping((2 * classes + hidden) as u64 * b * F32),
-    ]
-}
-
-fn recurrent_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
-    let lstm = config.model.kind == ModelKind::Lstm;
-    let h = config.model.width;
-    let length = config.data.sample_tokens() as u64;
-    let tokens = config.data.vocab + 1;
-    let gates = if lstm { 4 } else { 3 };
-    // Tensors of [batch, width] burn's GRU and LSTM keep per time step for backward: the gates'
-    // activated values, the products that mix them with the states, and the states
-    // themselves. Measured, not derived: planned at two sizes each (`vramlab bench-analytic`:
-    // the default presets, and width 512 over 256 steps at batch 32), both agree within 1%.
-    let kept_per_step: u64 = if lstm { 12 } else { 10 };
-    // Each gate has an input and a hidden-state dense layer.
-    let cell: Vec<Vec<u64>> = (0..2 * gates)
-        .flat_map(|_| linear_tensors(h, h, true))
-        .collect();
-    vec![
-        LayerEstimate::new(
-            format!("embedding {tokens}x{h}"),
-            vec![vec![tokens as u64, h as u64]],
-            b * length * h as u64 * F32,
-        ),
-        LayerEstimate::new(
-            format!(
-                "{} {h}x{h} over {length} steps",
-                if lstm { "lstm" } else { "gru" }
-            ),
-            cell,
-            kept_per_step * b * length * h as u64 * F32,
-        )
-        .adapting_all(),
-        LayerEstimate::new(
-            format!("classifier {h}x{classes}"),
-            linear_tensors(h, classes, true),
-            sequence_logits_kept(config, classes, b),
-        )
-        .adapting_all()
-        .in_head_keeping(sequence_logits_kept(config, classes, b) + b * length * h as u64 * F32),
-    ]
-}
-
 /// What a sequence model's classifier and loss keep for backward: one logit tensor over the
 /// answer's positions (`seq_len`, not the whole input). Planned with a 50,000-word vocabulary
 /// (GRU) and GPT-2's 50,257, where the logits are most of the activations.
-fn sequence_logits_kept(config: &RunConfig, classes: usize, b: u64) -> u64 {
+pub(crate) fn sequence_logits_kept(config: &RunConfig, classes: usize, b: u64) -> u64 {
     b * config.data.seq_len as u64 * classes as u64 * F32
-}
-
-fn transformer_layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {
-    let m = &config.model;
-    let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
-    let length = config.data.sample_tokens() as u64;
-    let tokens = config.token_rows() as u64;
-    let positions = config.position_rows() as u64;
-    let decoder = is_decoder(config);
-    // The embeddings' sum; an encoder's plans hold two more [B, L, d] here.
-    let embedded = if decoder { 1 } else { 3 };
-    let embeddings = LayerEstimate::new(
-        format!("embeddings {tokens}+{positions} x{d}"),
-        vec![vec![tokens, d], vec![positions, d]],
-        embedded * b * length * d * F32,
-    );
-    // A decoder's output is its token embedding: the head trains it, and every layer lies
-    // behind it.
-    let mut layers = vec![if decoder {
-        embeddings.in_head_keeping(0)
-    } else {
-        embeddings
-    }];
-    let (w, f) = (m.width, m.ff);
-    for i in 0..m.layers {
-        // Tensors of [B, L, d] an encoder (post-norm) block keeps: Q, K, V, context,
-        // projection, two residual sums and two layer norms, nine in all; a decoder
-        // (pre-norm) block ten, as its plans show them. Both keep the feed-forward hidden
-        // before and after its activation. Naive attention adds three score-sized tensors of
-        // [B, heads, L, L] (burn's softmax under autodiff is max, subtract, exp, sum and
-        // divide: the exponent and the softmax are kept, and the scores themselves, masked for
-        // a decoder). Fused attention keeps its output, one more [B, L, d], and one
-        // log-sum-exp per row and head instead.
-        // Frozen LayerNorms (LoRA freezes every base) keep neither normalized input.
-        let frozen_norms = match config.strategies.trainable {
-            Trainable::Lora => 2,
-            _ => 0,
-        };
-        let kept = if decoder { 10 } else { 9 } - frozen_norms;
-        let (per_token, scores) = match config.strategies.attention {
-            OpPath::Naive => (kept * d + 2 * ff, 3 * heads * length * length),
-            OpPath::Fused => ((kept + 1) * d + 2 * ff, 0),
-        };
-        let lse = match config.strategies.attention {
-            OpPath::Naive => 0,
-            OpPath::Fused => heads,
-        };
-        let mut tensors = Vec::new();
-        for _ in 0..4 {
-            tensors.extend(linear_tensors(w, w, true));
-        }
-        tensors.extend(linear_tensors(w, f, true));
-        tensors.extend(linear_tensors(f, w, true));
-        tensors.extend([vec![d], vec![d], vec![d], vec![d]]);
-        layers.push(
-            LayerEstimate::new(
-                format!(
-                    "{}{} d{d} ff{ff} h{heads}",
-                    if decoder { "decoder" } else { "encoder" },
-                    i + 1
-                ),
-                tensors,
-                (b * length * (per_token + lse) + b * scores) * F32,
-            )
-            .adapting_all()
-            .in_block(),
-        );
-    }
-    if decoder {
-        // The final LayerNorm, and logits from the token embedding itself (no parameters of
-        // their own): one logit tensor over every position is kept for the loss.
-        layers.push(
-            LayerEstimate::new(
-                format!("final norm, tied output {d}x{classes}"),
-                vec![vec![d], vec![d]],
-                (3 * b * length * d + b * length * classes as u64) * F32,
-            )
-            .in_head_keeping(0),
-        );
-    } else {
-        let logits = sequence_logits_kept(config, classes, b);
-        layers.push(
-            LayerEstimate::new(
-                format!("classifier {d}x{classes}"),
-                linear_tensors(w, classes, true),
-                logits,
-            )
-            .adapting_all()
-            .in_head_keeping(logits + b * config.data.seq_len as u64 * d * F32),
-        );
-    }
-    layers
-}
-
-/// Tensors of `[B, L, d]` a llama block keeps for backward beside its RMSNorms' normalized
-/// inputs (two more, for their weights' gradients): the input, the norms' outputs, the rotated
-/// Q, the merged context, the residual sum and the repeated keys and values, as plans show
-/// them; and of `[B, L, ff]` (the gate, its sigmoid and SiLU, the up projection, their
-/// product). Naive attention adds three score-sized tensors as the transformer's; fused
-/// attention keeps the rotated K and V at their own heads, its output and one log-sum-exp per
-/// row and head instead of the repeated keys and values.
-const LLAMA_KEPT_WIDTH: u64 = 8;
-const LLAMA_KEPT_FF: u64 = 5;
-
-fn llama_layers(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
-    let m = &config.model;
-    let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
-    let kv_width = d / heads * m.kv_heads() as u64;
-    let length = config.data.sample_tokens() as u64;
-    let tokens = config.token_rows() as u64;
-    let embedding = LayerEstimate::new(
-        format!("token embedding {tokens}x{d}"),
-        vec![vec![tokens, d]],
-        b * length * d * F32,
-    );
-    let mut layers = vec![if m.tied {
-        embedding.in_head_keeping(0)
-    } else {
-        embedding
-    }];
-    let (w, f, kv) = (m.width, m.ff, kv_width as usize);
-    // Frozen RMSNorm weights (LoRA freezes every base) need not keep their normalized inputs.
-    let norms_kept = match config.strategies.trainable {
-        Trainable::Lora => 0,
-        _ => 2 * d,
-    };
-    for i in 0..m.layers {
-        let (per_token, scores) = match config.strategies.attention {
-            OpPath::Naive => (
-                LLAMA_KEPT_WIDTH * d + norms_kept + LLAMA_KEPT_FF * ff,
-                3 * heads * length * length,
-            ),
-            OpPath::Fused => (
-                (LLAMA_KEPT_WIDTH - 1) * d + norms_kept + 2 * kv_width + LLAMA_KEPT_FF * ff + heads,
-                0,
-            ),
-        };
-        let mut tensors = vec![vec![d], vec![d]];
-        let projections = [(w, w), (w, kv), (w, kv), (w, w), (w, f), (w, f), (f, w)];
-        for (n, &(inputs, outputs)) in projections.iter().enumerate() {
-            // Qwen2's biases are on Q, K and V, the first three.
-            tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < 3));
-        }
-        layers.push(
-            LayerEstimate::new(
-                format!("block{} d{d} ff{ff} h{heads}/{}", i + 1, m.kv_heads()),
-                tensors,
-                (b * length * per_token + b * scores) * F32,
-            )
-            .adapting(
-                projections
-                    .iter()
-                    .map(|&(i, o)| [i as u64, o as u64])
-                    .collect(),
-            )
-            .in_block(),
-        );
-    }
-    let mut head_tensors = vec![vec![d]];
-    if !m.tied {
-        head_tensors.push(vec![d, tokens]);
-    }
-    // The final norm keeps its input, the normalized input and its output; with a frozen body
-    // its input needs no gradient and is not kept.
-    let logits = b * length * tokens * F32;
-    layers.push(
-        LayerEstimate::new(
-            format!(
-                "final norm, {} output {d}x{tokens}",
-                if m.tied { "tied" } else { "untied" }
-            ),
-            head_tensors,
-            3 * b * length * d * F32 + logits,
-        )
-        .in_head_keeping(2 * b * length * d * F32 + logits),
-    );
-    layers
 }

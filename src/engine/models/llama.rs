@@ -1,8 +1,9 @@
 //! Llama-style decoders, the family Llama, Mistral, TinyLlama and Qwen2 share: a token
 //! embedding, pre-norm blocks of RMSNorm, grouped-query attention with rotary positions and a
 //! SwiGLU feed-forward, a final RMSNorm, and an output layer that is the token embedding itself
-//! (`tied`) or a matrix of its own. No biases but Qwen2's on Q, K and V (`qkv_bias`). No
-//! dropout, so runs are reproducible.
+//! (`tied`) or a matrix of its own. No biases but Qwen2's on Q, K and V (`qkv_bias`); Qwen3's
+//! RMSNorm over each query and key head (`qk_norm`), and heads of a width of their own
+//! (`head_dim`, not `width / heads`). No dropout, so runs are reproducible.
 //!
 //! Attention runs `strategies.attention`'s core: the naive one repeats each key/value head for
 //! its group of query heads, as Hugging Face's eager attention (`repeat_kv`) does, and keeps the
@@ -35,6 +36,10 @@ pub struct LlamaSize {
     pub layers: usize,
     pub heads: usize,
     pub kv_heads: usize,
+    /// Each head's width (Llama's `width / heads`; Qwen3 states its own).
+    pub head_dim: usize,
+    /// RMSNorm over each query and key head before the rotation (Qwen3's `q_norm`, `k_norm`).
+    pub qk_norm: bool,
     pub ff: usize,
     pub tied: bool,
     pub qkv_bias: bool,
@@ -58,6 +63,8 @@ pub struct Llama {
     #[module(skip)]
     kv_heads: usize,
     #[module(skip)]
+    head_dim: usize,
+    #[module(skip)]
     attention: OpPath,
     /// `strategies.checkpointing = layers`: each block is one recomputed node.
     #[module(skip)]
@@ -70,6 +77,9 @@ struct Block {
     query: Linear,
     key: Linear,
     value: Linear,
+    /// Qwen3's RMSNorms over each query and key head (`head_dim` wide); `None` elsewhere.
+    query_norm: Option<RmsNorm>,
+    key_norm: Option<RmsNorm>,
     out: Linear,
     ff_norm: RmsNorm,
     /// `linear_inner` is the gate (through SiLU), `linear_outer` the up projection.
@@ -79,25 +89,30 @@ struct Block {
 
 impl Llama {
     pub fn new(size: &LlamaSize, device: &Device) -> Self {
-        let head_dim = size.width / size.heads;
+        let head_dim = size.head_dim;
+        let q_width = size.heads * head_dim;
         let kv_width = size.kv_heads * head_dim;
         let linear = |inputs, outputs, bias| {
             LinearConfig::new(inputs, outputs)
                 .with_bias(bias)
                 .init(device)
         };
-        let norm = || {
-            RmsNormConfig::new(size.width)
+        let norm_of = |width| {
+            RmsNormConfig::new(width)
                 .with_epsilon(size.norm_eps)
                 .init(device)
         };
+        let norm = || norm_of(size.width);
+        let head_norm = || size.qk_norm.then(|| norm_of(head_dim));
         let blocks = (0..size.layers)
             .map(|_| Block {
                 attention_norm: norm(),
-                query: linear(size.width, size.width, size.qkv_bias),
+                query: linear(size.width, q_width, size.qkv_bias),
                 key: linear(size.width, kv_width, size.qkv_bias),
                 value: linear(size.width, kv_width, size.qkv_bias),
-                out: linear(size.width, size.width, false),
+                query_norm: head_norm(),
+                key_norm: head_norm(),
+                out: linear(q_width, size.width, false),
                 ff_norm: norm(),
                 swiglu: SwiGluConfig::new(size.width, size.ff).init(device),
                 down: linear(size.ff, size.width, false),
@@ -118,6 +133,7 @@ impl Llama {
             rope: Rotary::new(size.positions, head_dim, size.rope_theta, device),
             heads: size.heads,
             kv_heads: size.kv_heads,
+            head_dim,
             attention: size.attention,
             recompute: size.recompute,
         }
@@ -169,6 +185,7 @@ impl Llama {
             rope: self.rope.clone(),
             heads: self.heads,
             kv_heads: self.kv_heads,
+            head_dim: self.head_dim,
             attention: self.attention,
         }
     }
@@ -185,16 +202,18 @@ struct Layer {
     #[module(skip)]
     kv_heads: usize,
     #[module(skip)]
+    head_dim: usize,
+    #[module(skip)]
     attention: OpPath,
 }
 
 impl block::LayerForward for Layer {
     fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         let block = &self.block;
-        let [batch, length, width] = x.dims();
+        let [batch, length, _] = x.dims();
         let normed = block.attention_norm.forward(x.clone());
         hook.after(Op::LayerNorm);
-        let head_dim = width / self.heads;
+        let head_dim = self.head_dim;
         let split = |y: Tensor<3>, heads: usize| {
             y.reshape([batch, length, heads, head_dim]).swap_dims(1, 2)
         };
@@ -202,6 +221,15 @@ impl block::LayerForward for Layer {
         let k = split(dense(&block.key, normed.clone()), self.kv_heads);
         let v = split(dense(&block.value, normed), self.kv_heads);
         hook.after(Op::Projection);
+        // Qwen3 normalizes each query and key head over its own width before rotating it.
+        let (q, k) = match (&block.query_norm, &block.key_norm) {
+            (Some(q_norm), Some(k_norm)) => {
+                let normed = (q_norm.forward(q), k_norm.forward(k));
+                hook.after(Op::LayerNorm);
+                normed
+            }
+            _ => (q, k),
+        };
         let (q, k) = (self.rope.apply(q), self.rope.apply(k));
         hook.after(Op::Rotary);
         let context = match self.attention {
@@ -209,7 +237,9 @@ impl block::LayerForward for Layer {
             OpPath::Fused => attention::fused_grouped(q, k, v, true),
         };
         hook.after(Op::Attention);
-        let merged = context.swap_dims(1, 2).reshape([batch, length, width]);
+        let merged = context
+            .swap_dims(1, 2)
+            .reshape([batch, length, self.heads * head_dim]);
         let x = x + dense(&block.out, merged);
         hook.after(Op::Residual);
         let normed = block.ff_norm.forward(x.clone());

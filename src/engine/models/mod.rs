@@ -22,7 +22,7 @@ pub use mlp::Mlp;
 pub use recurrent::Recurrent;
 pub use transformer::{Transformer, TransformerSize};
 
-use super::config::{Activation, Checkpointing, ModelKind, RunConfig};
+use super::config::{Activation, RunConfig};
 use super::data::{BatchInputs, Dataset};
 
 /// Side of the CNN's input images and of its feature map after pooling.
@@ -68,65 +68,7 @@ impl Model {
 
     /// Build the configured model for this data set. The config must have been validated.
     pub fn build(config: &RunConfig, data: &Dataset, device: &Device) -> Self {
-        let model = &config.model;
-        let input_width = data.train.inputs.width();
-        let activation = activation_config(model.activation);
-        match model.kind {
-            ModelKind::Mlp => {
-                let widths: Vec<usize> = std::iter::once(input_width)
-                    .chain(model.hidden.iter().copied())
-                    .chain(std::iter::once(data.classes))
-                    .collect();
-                Self::Mlp(Mlp::new(&widths, activation, device))
-            }
-            ModelKind::Cnn => Self::Cnn(Cnn::new(
-                [model.channels[0], model.channels[1]],
-                model.hidden[0],
-                data.classes,
-                activation,
-                device,
-            )),
-            ModelKind::Gru | ModelKind::Lstm => Self::Recurrent(Recurrent::new(
-                model.kind == ModelKind::Lstm,
-                config.data.vocab + 1,
-                model.width,
-                data.classes,
-                device,
-            )),
-            ModelKind::Transformer => Self::Transformer(Transformer::new(
-                config.token_rows(),
-                config.position_rows(),
-                &TransformerSize {
-                    width: model.width,
-                    layers: model.layers,
-                    heads: model.heads,
-                    ff: model.ff,
-                    decoder: model.decoder,
-                    attention: config.strategies.attention,
-                    recompute: config.strategies.checkpointing == Checkpointing::Layers,
-                },
-                data.classes,
-                device,
-            )),
-            ModelKind::Llama => Self::Llama(Llama::new(
-                &LlamaSize {
-                    tokens: config.token_rows(),
-                    positions: config.position_rows(),
-                    width: model.width,
-                    layers: model.layers,
-                    heads: model.heads,
-                    kv_heads: model.kv_heads(),
-                    ff: model.ff,
-                    tied: model.tied,
-                    qkv_bias: model.qkv_bias,
-                    rope_theta: model.rope_theta,
-                    norm_eps: model.norm_eps,
-                    attention: config.strategies.attention,
-                    recompute: config.strategies.checkpointing == Checkpointing::Layers,
-                },
-                device,
-            )),
-        }
+        config.model.kind.family().build(config, data, device)
     }
 
     /// The output layer and the weight matrices LoRA adapts (`strategies.trainable`).

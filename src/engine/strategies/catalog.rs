@@ -230,6 +230,8 @@ pub fn claims() -> impl Iterator<Item = (&'static Entry, &'static Claim)> {
 
 use Metric::*;
 
+use crate::engine::config::ModelKind;
+
 /// Steps of a claim's runs unless it says otherwise: enough for the steps after the first
 /// (which creates the optimizer's state) to give a median and a spread.
 const STEPS: usize = 12;
@@ -521,7 +523,7 @@ pub const CATALOG: &[Entry] = &[
             .because("Narrower layers mean fewer parameters, gradients and optimizer state. Each \
              sample's activations shrink with them."),
     ]),
-    entry("model.kind", "model", &["mlp", "cnn", "gru", "lstm", "transformer", "llama"],
+    entry("model.kind", "model", ModelKind::NAMES,
         "the model family", &[
         claim("GRU instead of LSTM saves memory", &SORT_LSTM,
             &[], &["model.kind=gru"], PeakInUse, 0.9, false)

@@ -12,7 +12,7 @@
 
 use burn::tensor::Device;
 
-use crate::engine::config::{Checkpointing as Mode, ModelKind, RunConfig};
+use crate::engine::config::{Checkpointing as Mode, RunConfig};
 use crate::engine::error::ConfigError;
 
 use super::Strategy;
@@ -37,9 +37,7 @@ impl Strategy for Checkpointing {
 /// `layers` needs a model made of blocks: the transformer and llama families.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let kind = config.model.kind;
-    if config.strategies.checkpointing == Mode::Layers
-        && !matches!(kind, ModelKind::Transformer | ModelKind::Llama)
-    {
+    if config.strategies.checkpointing == Mode::Layers && !kind.family().attends() {
         return Err(ConfigError::invalid(
             "strategies.checkpointing",
             format!(

@@ -9,7 +9,7 @@
 
 use crate::engine::config::{
     Activation, Checkpointing, DataResidency, EvalMode, InputKind, Kernels, LossBookkeeping,
-    MixedPrecision, ModelKind, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
+    MixedPrecision, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::error::ConfigError;
 
@@ -24,7 +24,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         ))
     };
     let s = &config.strategies;
-    if config.model.kind != ModelKind::Mlp {
+    if !config.model.kind.family().has_fused_kernels() {
         return needs(
             "strategies.kernels",
             &format!("model.kind = mlp (got {})", config.model.kind.name()),

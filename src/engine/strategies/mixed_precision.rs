@@ -12,7 +12,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{DType, FloatDType, Tensor};
 
-use crate::engine::config::{MixedPrecision, ModelKind, RunConfig, WeightDtype};
+use crate::engine::config::{MixedPrecision, RunConfig, WeightDtype};
 use crate::engine::device::AdapterInfo;
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
@@ -150,7 +150,7 @@ fn resolve(
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let precision = config.strategies.mixed_precision;
     let kind = config.model.kind;
-    if precision != MixedPrecision::Off && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
+    if precision != MixedPrecision::Off && kind.family().keeps_f32_state() {
         return Err(ConfigError::invalid(
             "strategies.mixed_precision",
             format!(

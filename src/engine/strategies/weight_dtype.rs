@@ -42,7 +42,7 @@ use burn::tensor::Tensor;
 use burn::tensor::quantization::{QuantScheme, QuantStore, QuantValue, ScaleDtype};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{EvalMode, MixedPrecision, ModelKind, RunConfig, WeightDtype};
+use crate::engine::config::{EvalMode, MixedPrecision, RunConfig, WeightDtype};
 use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
 use crate::engine::memory::meter::Meter;
@@ -343,7 +343,7 @@ fn check_quantized_base(config: &RunConfig) -> Result<(), ConfigError> {
             ),
         ));
     }
-    if matches!(config.model.kind, ModelKind::Gru | ModelKind::Lstm) {
+    if config.model.kind.family().keeps_f32_state() {
         // Their cells call burn's `Linear::forward`, whose product with a quantized weight
         // keeps a dequantized copy for backward, and they keep f32 state besides.
         return Err(ConfigError::invalid(
@@ -373,7 +373,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     if weights.is_quantized_base() {
         check_quantized_base(config)?;
     }
-    if weights == WeightDtype::F16 && matches!(kind, ModelKind::Gru | ModelKind::Lstm) {
+    if weights == WeightDtype::F16 && kind.family().keeps_f32_state() {
         return Err(ConfigError::invalid(
             "strategies.weight_dtype",
             format!(
@@ -389,7 +389,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
             "int8 weights are an evaluation copy without autodiff; use eval_mode no_grad with it",
         ));
     }
-    if weights == WeightDtype::Int8 && !matches!(kind, ModelKind::Mlp | ModelKind::Cnn) {
+    if weights == WeightDtype::Int8 && !kind.family().takes_int8_weights() {
         // Quantized weights go through burn's quantized matmul (dense layers) or are
         // dequantized by its convolution; the sequence models' weights meet ops that refuse them.
         return Err(ConfigError::invalid(

@@ -8,7 +8,7 @@ use vramlab::engine::data::table_inputs::{self, Outcome};
 use vramlab::engine::hf_config;
 use vramlab::engine::link::{hash, verdicts};
 use vramlab::engine::overrides::apply_override;
-use vramlab::engine::presets::{PLAN_PRESETS, PRESETS, preset};
+use vramlab::engine::presets::{for_plans, playground, preset};
 use vramlab::engine::strategies::catalog;
 use vramlab::engine::{Purpose, RunConfig, Timeline};
 
@@ -187,9 +187,8 @@ fn hf_seeds() -> Vec<Vec<u8>> {
 }
 
 fn config_seeds() -> Vec<Vec<u8>> {
-    let mut seeds: Vec<Vec<u8>> = PRESETS
-        .iter()
-        .chain(PLAN_PRESETS)
+    let mut seeds: Vec<Vec<u8>> = playground()
+        .chain(for_plans())
         .filter_map(|p| preset(p.name).ok())
         .map(|c| c.to_json_pretty().into_bytes())
         .collect();
@@ -200,7 +199,7 @@ fn config_seeds() -> Vec<Vec<u8>> {
 
 fn assignment_seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
-    for p in PRESETS {
+    for p in playground() {
         if let Ok(config) = preset(p.name) {
             // Every leaf field as `path=value`, as the CLI takes it.
             let json = serde_json::to_value(config).unwrap_or_default();
@@ -225,7 +224,7 @@ fn budget_seeds() -> Vec<Vec<u8>> {
 
 fn hash_seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
-    for p in PRESETS {
+    for p in playground() {
         let Ok(mut config) = preset(p.name) else {
             continue;
         };

@@ -1,0 +1,188 @@
+//! Model families: everything vramlab knows about one kind of model (its config fields and
+//! their checks, the burn module it builds, the analytic model's terms and largest tensors, the
+//! Hugging Face `model_type`s it reads, its presets, how it is described) behind [`Family`].
+//! Each family is one module here, registered by one line in [`families!`]'s list below; the
+//! rest of the engine asks `config.model.kind.family()` instead of matching on the kind.
+//!
+//! Adding a family: write its module (a `Family` impl, usually a few hooks over a family it is
+//! built on), then add one line to the list (the variant, its `model.kind` name, the value).
+
+mod cnn;
+mod llama;
+mod mlp;
+mod qwen3;
+mod recurrent;
+mod transformer;
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use super::config::{InputKind, ModelConfig, RunConfig};
+use super::data::Dataset;
+use super::error::ConfigError;
+use super::hf_config::HfType;
+use super::memory::LayerEstimate;
+use super::memory::largest::{Oversized, TensorSizes};
+use super::models::Model;
+use super::presets::Preset;
+
+/// A config field the page's model card edits for this family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PanelField {
+    pub label: &'static str,
+    /// The field's dotted path in the run config (`model.width`).
+    pub path: &'static str,
+    pub hint: &'static str,
+}
+
+pub(crate) const fn panel(
+    label: &'static str,
+    path: &'static str,
+    hint: &'static str,
+) -> PanelField {
+    PanelField { label, path, hint }
+}
+
+/// Everything the engine asks about one model family.
+pub trait Family: Sync {
+    /// Whether it trains on this input shape.
+    fn accepts(&self, input: InputKind) -> bool;
+
+    /// Whether it predicts the next token at every position (a decoder's loss).
+    fn is_decoder(&self, _model: &ModelConfig) -> bool {
+        false
+    }
+
+    /// Made of attention blocks: the attention strategy applies, `model.decoder` may be set,
+    /// and per-layer checkpointing has blocks to recompute.
+    fn attends(&self) -> bool {
+        false
+    }
+
+    /// Its cells keep f32 state inside burn's own forward (no f16 weights, mixed precision or
+    /// quantized base).
+    fn keeps_f32_state(&self) -> bool {
+        false
+    }
+
+    /// Its weights can be an int8 evaluation copy (burn's quantized matmul and convolution).
+    fn takes_int8_weights(&self) -> bool {
+        false
+    }
+
+    /// vramlab's fused training kernels (`strategies.kernels = fused`) cover it.
+    fn has_fused_kernels(&self) -> bool {
+        false
+    }
+
+    /// The family's own fields, checked in the order their errors are reported.
+    fn check(&self, config: &RunConfig) -> Result<(), ConfigError>;
+
+    /// The burn module for this (validated) config and data set.
+    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device) -> Model;
+
+    /// The analytic model's per-layer estimates for a batch of `b` samples of `width` inputs
+    /// and `classes` outputs (`analytic::data_shape`).
+    fn layers(
+        &self,
+        config: &RunConfig,
+        width: usize,
+        classes: usize,
+        b: u64,
+    ) -> Vec<LayerEstimate>;
+
+    /// The most a forward pass without a graph holds beside its input and logits, for `n`
+    /// samples.
+    fn inference_bytes(&self, config: &RunConfig, n: u64) -> u64;
+
+    /// What backward holds beside every activation before any is freed, for a micro-batch of
+    /// `b`, in the dtype of the gradients.
+    fn backward_working_set(&self, config: &RunConfig, b: u64) -> u64;
+
+    /// LoRA's backward: one more gradient of the largest layer output at a time (sequence
+    /// models: of `[b, tokens, max(width, ff)]`).
+    fn lora_branch_gradient(&self, config: &RunConfig, _layers: &[LayerEstimate], b: u64) -> u64 {
+        let m = &config.model;
+        config.data.sample_tokens() as u64 * b * m.width.max(m.ff) as u64 * 4
+    }
+
+    /// The largest tensors a step makes, by their shapes (what no page may exceed).
+    fn largest_tensors(&self, config: &RunConfig, sizes: &TensorSizes) -> Vec<Oversized>;
+
+    /// The model in a few words for `vramlab presets` (`llama w64 x2 h4`).
+    fn short(&self, config: &RunConfig) -> String;
+
+    /// The model in a sentence for a plan's header; its name by default.
+    fn summary(&self, config: &RunConfig) -> String {
+        config.model.kind.name().to_string()
+    }
+
+    /// The fields the page's model card shows.
+    fn panel(&self) -> &'static [PanelField];
+
+    /// The Hugging Face `model_type`s it reads (`--hf-config`).
+    fn hf_types(&self) -> &'static [HfType] {
+        &[]
+    }
+
+    /// Presets the family brings beside the listed ones: playground runs, then plans.
+    fn presets(&self) -> (&'static [Preset], &'static [Preset]) {
+        (&[], &[])
+    }
+}
+
+/// The registry: one line a family. Generates [`ModelKind`] (`model.kind` in configs), its
+/// names and the family each kind is.
+macro_rules! families {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal => $family:expr;)*) => {
+        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum ModelKind {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl ModelKind {
+            /// Every family, in the registry's order.
+            pub const ALL: &'static [ModelKind] = &[$(Self::$variant,)*];
+            /// Their names as configs write them.
+            pub const NAMES: &'static [&'static str] = &[$($name,)*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)*
+                }
+            }
+
+            /// What vramlab knows about this family.
+            pub fn family(self) -> &'static dyn Family {
+                match self {
+                    $(Self::$variant => &$family,)*
+                }
+            }
+        }
+    };
+}
+
+families! {
+    Mlp = "mlp" => mlp::Mlp;
+    Cnn = "cnn" => cnn::Cnn;
+    Gru = "gru" => recurrent::Recurrent { lstm: false };
+    Lstm = "lstm" => recurrent::Recurrent { lstm: true };
+    Transformer = "transformer" => transformer::Transformer;
+    /// A Llama-style decoder: RMSNorm, a SwiGLU feed-forward, rotary positions,
+    /// grouped-query attention, tied or untied output (Llama, Mistral, Qwen2 shapes).
+    Llama = "llama" => llama::LLAMA;
+    /// Qwen3: the llama with per-head query and key norms and heads of their own width.
+    Qwen3 = "qwen3" => qwen3::QWEN3;
+}
+
+impl ModelKind {
+    /// The input families this model can take.
+    pub fn accepts(self, input: InputKind) -> bool {
+        self.family().accepts(input)
+    }
+
+    /// Every Hugging Face `model_type` some family reads, in the registry's order.
+    pub fn hf_types() -> impl Iterator<Item = &'static HfType> {
+        Self::ALL.iter().flat_map(|kind| kind.family().hf_types())
+    }
+}

@@ -1,0 +1,70 @@
+//! Families added through the one-module `Family` trait (`engine::families`): each builds what
+//! its estimate counts, trains natively, and takes the fine-tuning recipes its base family does.
+
+use vramlab::engine::config::ModelKind;
+use vramlab::engine::device::planner;
+use vramlab::engine::memory::predict;
+use vramlab::engine::{Purpose, Run};
+
+use super::support::{config, gpu, loss_ends, run};
+
+#[test]
+fn the_tiny_qwen3_builds_what_its_estimate_counts() {
+    let small = config("sort-qwen3", &[]);
+    assert_eq!(small.model.kind, ModelKind::Qwen3);
+    // Its heads are their own width: 4 x 32 = 128 query outputs over a width of 64.
+    assert_eq!(small.model.head_dim(), 32);
+    let gpu = planner().expect("the planning device");
+    let built = Run::plan(small.clone(), &gpu)
+        .expect("the model builds")
+        .param_counts()
+        .model;
+    assert_eq!(built, predict(&small).param_count);
+    // The same llama without the per-head norms (2 x 32 a block) and with heads of
+    // width / heads: q and o shrink from 64 x 128 to 64 x 64, k and v from 64 x 64 to 64 x 32.
+    let mut llama = small.clone();
+    llama.model.kind = ModelKind::Llama;
+    llama.model.head_dim = 0;
+    let blocks = 2;
+    let per_block = 2 * 32 + 2 * 64 * (128 - 64) + 2 * 64 * (64 - 32);
+    assert_eq!(
+        predict(&llama).param_count + blocks * per_block,
+        predict(&small).param_count
+    );
+}
+
+#[test]
+fn the_tiny_qwen3_trains_with_falling_loss() {
+    let (_lock, gpu) = gpu();
+    let timeline = run(
+        &gpu,
+        config("sort-qwen3", &["steps=20", "eval_every=0", "batch_size=64"]),
+    );
+    let (first, last) = loss_ends(&timeline, 4);
+    println!("sort-qwen3: loss {first:.4} -> {last:.4}");
+    assert!(last < 0.9 * first, "loss {first} -> {last}");
+}
+
+#[test]
+fn qwen3_takes_lora_qlora_and_per_layer_checkpointing() {
+    let (_lock, gpu) = gpu();
+    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let with = |extra: &[&str]| {
+        let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
+        config("sort-qwen3", &sets)
+    };
+    let lora = with(&["strategies.trainable=lora"]);
+    let timeline = run(&gpu, lora);
+    assert!(timeline.summary.trainable_params < timeline.summary.params / 4);
+    let (first, last) = loss_ends(&timeline, 2);
+    println!("sort-qwen3 lora: loss {first:.4} -> {last:.4}");
+    assert!(last < first, "lora: loss {first} -> {last}");
+    let layers = run(&gpu, with(&["strategies.checkpointing=layers"]));
+    let (first, last) = loss_ends(&layers, 2);
+    assert!(last < first, "checkpointing layers: loss {first} -> {last}");
+    // QLoRA: a 4-bit base under LoRA's adapters, valid for a run and for a plan.
+    let qlora = with(&["strategies.trainable=lora", "strategies.weight_dtype=q4"]);
+    qlora.validate_for(Purpose::Run).expect("QLoRA on a Qwen3");
+    let planner = planner().expect("the planning device");
+    Run::plan(qlora, &planner).expect("the QLoRA model builds");
+}
