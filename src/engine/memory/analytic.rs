@@ -317,7 +317,21 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     let eval_n = config.eval_batch_size.min(test_len) as u64;
     let eval_logits = eval_n * (per_sample * classes) as u64 * F32;
+    // From the second evaluation batch on, a decoder's naive loss leaves the previous batch's
+    // log-probabilities alive: its loss and hits are pending in burn's fusion stream when the
+    // next forward pass starts (GPT-2 small's evaluation on an H200: 1.5 GiB). Plans follow two
+    // batches and show it; an encoder's sliced answers and the fused loss leave nothing that
+    // size behind (bench-analytic's grid).
+    let pending_logits = if test_len as u64 > eval_n
+        && is_decoder(config)
+        && config.strategies.cross_entropy == OpPath::Naive
+    {
+        eval_logits
+    } else {
+        0
+    };
     let eval_batch = batch_for(eval_n)
+        + pending_logits
         + match config.strategies.eval_mode {
             // Evaluating through autodiff keeps a training-sized graph for every eval batch.
             EvalMode::Autodiff => {
