@@ -8,7 +8,8 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde::Serialize;
 use vramlab::engine::claims::{
-    Bench, Judgement, Measure, Verdict, budget_for, cannot_run, judge, judge_budget, side_config,
+    Bench, Judgement, Measure, Side, Verdict, budget_for, cannot_run, judge, judge_budget,
+    runs_per_side, side_config,
 };
 use vramlab::engine::link::verdicts::letter;
 pub use vramlab::engine::link::verdicts::shared_verdicts;
@@ -48,6 +49,8 @@ struct Row {
     metric: &'static str,
     verdict: Verdict,
     reason: String,
+    /// Parts of the claim this page could not measure, each as "figure: why".
+    unjudged: Vec<String>,
     mechanism: &'static str,
     off: Option<Measure>,
     on: Option<Measure>,
@@ -101,10 +104,15 @@ async fn fitted(config: RunConfig, gpu: &Gpu) -> Result<Timeline, String> {
     }
 }
 
-async fn side(claim: &Claim, sets: &[&str], gpu: &Gpu) -> Result<Vec<Timeline>, String> {
+async fn side(
+    claim: &Claim,
+    sets: &[&str],
+    gpu: &Gpu,
+    bench: Bench,
+) -> Result<Vec<Timeline>, String> {
     let config = side_config(claim, sets, None).map_err(|err| err.to_string())?;
     let mut runs = Vec::new();
-    for _ in 0..claim.metric.runs_per_side() {
+    for _ in 0..runs_per_side(claim, bench) {
         runs.push(fitted(config.clone(), gpu).await?);
     }
     Ok(runs)
@@ -114,8 +122,9 @@ async fn side(claim: &Claim, sets: &[&str], gpu: &Gpu) -> Result<Vec<Timeline>, 
 async fn measure(
     claim: &Claim,
     gpu: &Gpu,
+    bench: Bench,
 ) -> Result<(Judgement, Option<Timeline>, Option<Timeline>), String> {
-    let off = side(claim, claim.off, gpu).await?;
+    let off = side(claim, claim.off, gpu, bench).await?;
     if claim.metric == Metric::StopsUnderBudget {
         let budget = budget_for(&off[0].summary);
         let config = side_config(claim, claim.on, Some(budget)).map_err(|err| err.to_string())?;
@@ -123,12 +132,17 @@ async fn measure(
             Ran::OutOfMemory(oom) => Some(oom),
             Ran::Fit(_) => None,
         };
-        let after = side(claim, claim.off, gpu).await?;
-        let judgement = judge_budget(budget, stopped.as_deref(), &after[0].summary);
+        let after = side(claim, claim.off, gpu, bench).await?;
+        let judgement = judge_budget(
+            budget,
+            stopped.as_deref(),
+            &Side::of(claim, &off, false),
+            &Side::of(claim, &after, false),
+        );
         return Ok((judgement, off.into_iter().next(), after.into_iter().next()));
     }
-    let on = side(claim, claim.on, gpu).await?;
-    let judgement = judge(claim, &off, &on);
+    let on = side(claim, claim.on, gpu, bench).await?;
+    let judgement = judge(claim, &off, &on, bench);
     Ok((judgement, off.into_iter().next(), on.into_iter().next()))
 }
 
@@ -156,13 +170,14 @@ async fn run_lesson(
         synced_steps: false,
         device_per_run: false,
     };
-    let row = |verdict, reason: String, off, on| Row {
+    let row = |verdict, reason: String, unjudged, off, on| Row {
         field: entry.field,
         claim: claim.folklore,
         base: claim.base.label(),
         metric: claim.metric.name(),
         verdict,
         reason,
+        unjudged,
         mechanism: claim.mechanism,
         off,
         on,
@@ -180,16 +195,17 @@ async fn run_lesson(
     });
     if let Some(why) = why {
         return Outcome {
-            row: row(Verdict::NotRunHere, why, None, None),
+            row: row(Verdict::NotRunHere, why, Vec::new(), None, None),
             off: None,
             on: None,
         };
     }
-    match measure(claim, gpu).await {
+    match measure(claim, gpu, bench).await {
         Ok((judgement, off, on)) => Outcome {
             row: row(
                 judgement.verdict,
                 judgement.reason,
+                judgement.unjudged,
                 judgement.off,
                 judgement.on,
             ),
@@ -197,7 +213,7 @@ async fn run_lesson(
             on,
         },
         Err(err) => Outcome {
-            row: row(Verdict::NotMeasured, err, None, None),
+            row: row(Verdict::NotMeasured, err, Vec::new(), None, None),
             off: None,
             on: None,
         },
@@ -405,7 +421,8 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
             let data_verdict = move || outcome().map(|o| letter(Some(o.row.verdict)).to_string());
             let verdict = move || match outcome() {
                 Some(o) => view! {
-                    <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()>
+                    <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()
+                        data-unjudged=o.row.unjudged.join("; ")>
                         <strong>{o.row.verdict.to_string()}</strong> ": " {o.row.reason.clone()}
                     </p>
                 }
@@ -425,7 +442,7 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
                             <code class="lesson-field">{entry.field}</code></span>
                     </summary>
                     <p class="explain">"On " <code>{claim.base.label()}</code> ", " {claim.steps}
-                        " steps, judged on " {claim.metric.name()} ". " {sides}</p>
+                        " steps, judged on " {claim.judged_on()} ". " {sides}</p>
                     <button class="run-lesson" disabled=busy on:click=move |_| run(vec![i])>"Run this lesson"</button>
                     " "
                     <button class="open-lesson" on:click=move |_| open_in_playground(editor, claim)>

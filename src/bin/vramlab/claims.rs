@@ -12,7 +12,8 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use vramlab::engine::claims::{
-    Judgement, Measure, Verdict, budget_for, judge, judge_budget, side_config_on,
+    Bench, Judgement, Measure, PartJudgement, Side, Verdict, budget_for, judge, judge_budget,
+    runs_per_side, side_config_on,
 };
 use vramlab::engine::config::DataConfig;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
@@ -45,6 +46,10 @@ pub struct Row {
     pub final_loss_on: Option<f32>,
     pub verdict: Verdict,
     pub reason: String,
+    /// The claim's further parts ("same accuracy", "trades time"), each on its own figure.
+    pub parts: Vec<PartJudgement>,
+    /// Parts not measured here, each as "figure: why" (none natively).
+    pub unjudged: Vec<String>,
     /// Why it came out this way.
     pub mechanism: String,
     /// The adapter the runs used, for the report's heading.
@@ -80,7 +85,7 @@ fn side(
     table: Option<&DataConfig>,
 ) -> anyhow::Result<Vec<Timeline>> {
     let config = side_config_on(claim, sets, None, table)?;
-    (0..claim.metric.runs_per_side())
+    (0..runs_per_side(claim, Bench::NATIVE))
         .map(|_| fitted(entry, &config))
         .collect()
 }
@@ -106,6 +111,8 @@ fn not_run(entry: &Entry, claim: &Claim, table: &DataConfig, reason: String) -> 
         final_loss_on: None,
         verdict: Verdict::NotRunHere,
         reason,
+        parts: Vec::new(),
+        unjudged: Vec::new(),
         mechanism: claim.mechanism.to_string(),
         adapter: String::new(),
     }
@@ -144,14 +151,21 @@ fn run_claim(entry: &Entry, claim: &Claim, table: Option<&DataConfig>) -> anyhow
             Trained::OutOfMemory(oom) => Some(oom),
             Trained::Fit(_) => None,
         };
-        let after = fitted(entry, &side_config_on(claim, claim.off, None, table)?)?;
-        (
-            Vec::new(),
-            judge_budget(budget, stopped.as_deref(), &after.summary),
-        )
+        // The run after the stop, as the report's "on" side: it must train as `off` did.
+        let after = vec![fitted(
+            entry,
+            &side_config_on(claim, claim.off, None, table)?,
+        )?];
+        let judgement = judge_budget(
+            budget,
+            stopped.as_deref(),
+            &Side::of(claim, &off, false),
+            &Side::of(claim, &after, false),
+        );
+        (after, judgement)
     } else {
         let on = side(entry, claim, claim.on, table)?;
-        let judgement = judge(claim, &off, &on);
+        let judgement = judge(claim, &off, &on, Bench::NATIVE);
         (on, judgement)
     };
     let first = |side: &[Timeline]| side.first().map(|t| t.summary.clone());
@@ -170,7 +184,7 @@ fn run_claim(entry: &Entry, claim: &Claim, table: Option<&DataConfig>) -> anyhow
         base: base_label(claim, table),
         metric: claim.metric.name().to_string(),
         steps: claim.steps,
-        runs_per_side: claim.metric.runs_per_side(),
+        runs_per_side: runs_per_side(claim, Bench::NATIVE),
         off: judgement.off,
         on: judgement.on,
         high_water_in_use_off: a.as_ref().map(|s| s.high_water_in_use_bytes),
@@ -183,6 +197,8 @@ fn run_claim(entry: &Entry, claim: &Claim, table: Option<&DataConfig>) -> anyhow
         final_loss_on: b.as_ref().and_then(|s| s.final_loss),
         verdict: judgement.verdict,
         reason: judgement.reason,
+        parts: judgement.parts,
+        unjudged: judgement.unjudged,
         mechanism: claim.mechanism.to_string(),
         adapter,
     })
