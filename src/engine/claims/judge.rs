@@ -123,7 +123,8 @@ fn saves(metric: Metric, x: &Measure, y: &Measure, bar: f64) -> (Verdict, String
 }
 
 /// A cost (the tip makes the figure grow, by at most `bar`): it holds when the figure grows
-/// beyond the spread and stays within the bar.
+/// beyond the spread and stays within the bar. No growth is less than claimed; a figure that
+/// falls beyond the spread is no cost at all.
 fn costs(metric: Metric, x: &Measure, y: &Measure, bar: f64) -> (Verdict, String) {
     let c = compare(metric, x, y);
     let (figures, ratio) = (c.figures, c.ratio);
@@ -131,6 +132,11 @@ fn costs(metric: Metric, x: &Measure, y: &Measure, bar: f64) -> (Verdict, String
         (
             Verdict::HoldsPartly,
             format!("{figures}: no cost beyond the spread, less than claimed"),
+        )
+    } else if c.saved > 0.0 {
+        (
+            Verdict::DoesNotHoldHere,
+            format!("{figures}: {ratio:.2}x, faster with the tip, not the cost claimed"),
         )
     } else if ratio <= bar {
         (
@@ -398,9 +404,25 @@ mod tests {
         let dear = verdict(checkpointing, &off, &slower(84.0));
         assert_eq!(dear.verdict, Verdict::HoldsPartly, "{}", dear.reason);
         assert!(dear.reason.contains("but ms/step 40.0 ms -> 84.0 ms"));
-        // No time paid: not the trade claimed either.
-        let free = verdict(checkpointing, &off, &slower(40.0));
-        assert_eq!(free.verdict, Verdict::HoldsPartly, "{}", free.reason);
+        // No time paid, or less: not the trade claimed either.
+        for ms in [40.0, 28.0] {
+            let free = verdict(checkpointing, &off, &slower(ms));
+            assert_eq!(free.verdict, Verdict::HoldsPartly, "{}", free.reason);
+            assert_ne!(free.parts[0].verdict, Verdict::Holds, "{}", free.reason);
+        }
+        // A claim that is only about the cost does not hold when the step gets faster.
+        let faster = judge_sides(
+            claim("checkpoint every layer: costs"),
+            &staged(&[(MsPerStep, 40.0)]),
+            &staged(&[(MsPerStep, 28.0)]),
+            Bench::NATIVE,
+        );
+        assert_eq!(
+            faster.verdict,
+            Verdict::DoesNotHoldHere,
+            "{}",
+            faster.reason
+        );
         // The whole peak may fall while the activations do not: they are what is judged.
         let kept = verdict(
             checkpointing,
