@@ -5,9 +5,11 @@
 //! - `side`: one side's runs as a verdict reads them (figures, fallback, divergence).
 //! - `judge`: a claim's verdict from its two sides, part by part.
 //! - `budget`: the budget claim, whose sides are a stopped run and the run after it.
+//! - `runner`: a claim's runs as both fronts run them, into one report row.
 
 mod budget;
 mod judge;
+mod runner;
 mod side;
 
 use std::fmt;
@@ -22,6 +24,7 @@ use crate::engine::strategies::catalog::{Claim, Entry, Metric};
 
 pub use budget::{budget_for, judge_budget};
 pub use judge::{Judgement, PartJudgement, judge, judge_sides};
+pub use runner::{Outcome, Report, Row, base_label, run_claim};
 pub use side::{Side, samples};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
