@@ -19,9 +19,14 @@ use vramlab::engine::strategies::catalog::{self, Claim, Entry};
 use crate::report::mib;
 use crate::subprocess::Subprocess;
 
-/// Run every claim of the catalog (or those about the `only` fields), with a progress bar on
-/// stderr; on `table` (a data section with its table read) instead of each claim's data.
-pub fn run_all(only: &[String], table: Option<&DataConfig>) -> anyhow::Result<Report> {
+/// Run every claim of the catalog (or those about the `only` fields, and of those the ones whose
+/// folklore contains one of `texts`), with a progress bar on stderr; on `table` (a data section
+/// with its table read) instead of each claim's data.
+pub fn run_all(
+    only: &[String],
+    texts: &[String],
+    table: Option<&DataConfig>,
+) -> anyhow::Result<Report> {
     let started = Instant::now();
     if let Some(unknown) = only.iter().find(|field| catalog::find(field).is_none()) {
         let known: Vec<&str> = catalog::CATALOG.iter().map(|e| e.field).collect();
@@ -36,7 +41,23 @@ pub fn run_all(only: &[String], table: Option<&DataConfig>) -> anyhow::Result<Re
     }
     let claims: Vec<(&Entry, &Claim)> = catalog::claims()
         .filter(|(entry, _)| only.is_empty() || only.iter().any(|f| f == entry.field))
+        .filter(|(_, claim)| texts.is_empty() || texts.iter().any(|t| claim.folklore.contains(t)))
         .collect();
+    if claims.is_empty() {
+        return Err(ConfigError::invalid(
+            "--claim",
+            format!(
+                "no claim{} contains {}",
+                if only.is_empty() {
+                    ""
+                } else {
+                    " about those fields"
+                },
+                texts.join(" or ")
+            ),
+        )
+        .into());
+    }
     let bar =
         ProgressBar::with_draw_target(Some(claims.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
