@@ -13,12 +13,12 @@ use web_time::Instant;
 
 use crate::engine::config::{Budget, RunConfig, limits};
 use crate::engine::data::split_sizes;
-use crate::engine::device::{AdapterInfo, Gpu};
+use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
 use crate::engine::memory::largest::oversized;
 use crate::engine::memory::predict;
 use crate::engine::outcome::OutOfMemory;
-use crate::engine::train::Run;
+use crate::engine::train::{RunOutcome, Runner};
 use crate::engine::validate::Purpose;
 
 /// Steps per trial: the first creates the optimizer's state, the second runs with it alive
@@ -133,48 +133,6 @@ pub fn plannable_batch(config: &RunConfig, adapter: &AdapterInfo) -> Option<usiz
     Some(good)
 }
 
-/// A trial's result: the high-water marks (in use, reserved) of a run that fit, or where it ran
-/// out.
-pub type TrialResult = Result<(u64, u64), Box<OutOfMemory>>;
-
-/// Runs one trial: a short training run of `config`, whose budget is set.
-///
-/// burn's fusion and cubecl's pools behave differently on a process's first sight of a shape
-/// than on a later one, so the bytes a trial needs can differ by a page between a fresh process
-/// and one that has run other trials. The CLI runs each trial as its own process, so that its
-/// answer is what `vramlab train` at that batch will see; the page runs them in its own.
-#[allow(async_fn_in_trait)] // used on one thread: the futures need not be Send
-pub trait TrialRunner {
-    async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError>;
-}
-
-/// Trials in this process, on this device: each one that runs out of memory is dropped with
-/// its tensors, and the next starts from the device's baseline (see `Run::new`).
-pub struct InProcess<'a> {
-    pub gpu: &'a Gpu,
-}
-
-impl TrialRunner for InProcess<'_> {
-    async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
-        let outcome = async {
-            let mut run = Run::new(config, self.gpu)?;
-            while !run.is_finished() {
-                run.step().await?;
-            }
-            run.finish().await
-        }
-        .await;
-        match outcome {
-            Ok(timeline) => Ok(Ok((
-                timeline.summary.high_water_in_use_bytes,
-                timeline.summary.high_water_reserved_bytes,
-            ))),
-            Err(EngineError::OutOfMemory(oom)) => Ok(Err(oom)),
-            Err(other) => Err(other),
-        }
-    }
-}
-
 impl Question<'_> {
     /// The smallest and largest batch a trial may use: a multiple of N, at least the gradient
     /// accumulation's micro-batch count, at most the training split.
@@ -247,7 +205,7 @@ struct Trials<'a, 'q, R> {
     on_trial: &'a mut dyn FnMut(&Trial),
 }
 
-impl<R: TrialRunner> Trials<'_, '_, R> {
+impl<R: Runner> Trials<'_, '_, R> {
     async fn run(
         &mut self,
         batch: usize,
@@ -265,15 +223,15 @@ impl<R: TrialRunner> Trials<'_, '_, R> {
             return Ok(false);
         }
         let config = self.question.config_for(batch, steps, evaluate);
-        let trial = match self.runner.trial(config).await? {
-            Ok((in_use, reserved)) => Trial {
+        let trial = match self.runner.train(config).await? {
+            RunOutcome::Fit(timeline) => Trial {
                 batch,
                 fits: true,
-                peak_in_use_bytes: in_use,
-                peak_reserved_bytes: reserved,
+                peak_in_use_bytes: timeline.summary.high_water_in_use_bytes,
+                peak_reserved_bytes: timeline.summary.high_water_reserved_bytes,
                 out_of_memory: None,
             },
-            Err(oom) => Trial {
+            RunOutcome::OutOfMemory(oom) => Trial {
                 batch,
                 fits: false,
                 peak_in_use_bytes: oom.in_use_bytes + oom.asked_bytes,
@@ -293,7 +251,7 @@ impl<R: TrialRunner> Trials<'_, '_, R> {
 }
 
 /// Search with `method`, calling `on_trial` after every trial.
-pub async fn find<R: TrialRunner>(
+pub async fn find<R: Runner>(
     question: &Question<'_>,
     method: Method,
     runner: &mut R,
@@ -416,7 +374,7 @@ pub async fn find<R: TrialRunner>(
 }
 
 /// Calibrate at a small batch, guess, gallop from the guess to a bracket, bisect.
-async fn vramlab_search<R: TrialRunner>(
+async fn vramlab_search<R: Runner>(
     trials: &mut Trials<'_, '_, R>,
     lo: usize,
     hi: usize,
@@ -513,7 +471,7 @@ async fn vramlab_search<R: TrialRunner>(
 }
 
 /// Between a batch that fit (or none) and one that did not, find the largest that fits.
-async fn bisect<R: TrialRunner>(
+async fn bisect<R: Runner>(
     trials: &mut Trials<'_, '_, R>,
     good: Option<usize>,
     mut bad: usize,

@@ -49,6 +49,21 @@ fn bad_config_exits_2_naming_the_field() {
 
     let out = vramlab(&["train", "--frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
+
+    // A claims filter that keeps nothing is refused before anything runs.
+    let out = vramlab(&[
+        "claims",
+        "--only",
+        "batch_size",
+        "--claim",
+        "no such folklore",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--claim: no claim about those fields contains no such folklore"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -155,7 +155,8 @@ fn bad_finder_input_is_refused_naming_the_flag() {
 #[test]
 fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_baseline() {
     use vramlab::engine::Purpose;
-    use vramlab::engine::finder::{self, InProcess, Method, Question};
+    use vramlab::engine::finder::{self, Method, Question};
+    use vramlab::engine::train::InProcess;
 
     use crate::suite::support::{config, gpu, run};
 

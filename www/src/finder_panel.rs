@@ -3,9 +3,8 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use vramlab::engine::finder::{
-    self, InProcess, Method, Question, Search, Trial, TrialResult, TrialRunner,
-};
+use vramlab::engine::finder::{self, Method, Question, Search, Trial};
+use vramlab::engine::train::{InProcess, RunOutcome, Runner};
 use vramlab::engine::{EngineError, Purpose, RunConfig};
 
 use crate::editor::Editor;
@@ -15,9 +14,9 @@ use crate::session::{self, Session};
 /// The engine's in-process trials, handing the page back to the browser between them.
 struct Yielding<'a>(InProcess<'a>);
 
-impl TrialRunner for Yielding<'_> {
-    async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
-        let result = self.0.trial(config).await;
+impl Runner for Yielding<'_> {
+    async fn train(&mut self, config: RunConfig) -> Result<RunOutcome, EngineError> {
+        let result = self.0.train(config).await;
         session::yield_to_browser().await;
         result
     }

@@ -1,20 +1,19 @@
-//! The lessons: each folklore claim of the catalog as a card that runs the claim's two runs (the
-//! same configs as `vramlab claims`, from `engine::claims::side_config`) on this page's adapter,
-//! overlays them on a chart and gives the engine's verdict with its figures and the reason it
-//! came out so. "Run all lessons" runs every card in turn; its table exports as JSON or CSV and
+//! The lessons: each folklore claim of the catalog as a card that runs the claim with the
+//! engine (`engine::claims::run_claim`, the same runs and verdicts as `vramlab claims`) on this
+//! page's adapter, overlays its two runs on a chart and gives the verdict with its figures and
+//! the reason it came out so. "Run all lessons" runs every card in turn; its table exports as JSON or CSV and
 //! travels as a URL (`#lessons=` and a letter per claim).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde::Serialize;
 use vramlab::engine::claims::{
-    Bench, Judgement, Measure, Verdict, budget_for, cannot_run, judge, judge_budget, side_config,
+    Bench, Measure, Outcome, Report, Row, Verdict, run_claim, side_config,
 };
 use vramlab::engine::link::verdicts::letter;
 pub use vramlab::engine::link::verdicts::shared_verdicts;
-use vramlab::engine::outcome::OutOfMemory;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
-use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
+use vramlab::engine::train::{InProcess, RunOutcome, Runner};
+use vramlab::engine::{EngineError, Gpu, RunConfig, Timeline};
 
 use crate::browser::{download, scroll_to};
 use crate::charts::{LineChart, Series};
@@ -39,97 +38,13 @@ pub fn card_id(entry: &Entry, claim: &Claim) -> Option<String> {
         .map(|i| format!("lesson-{i}"))
 }
 
-/// One card's outcome, as the summary table, the exports and the URL carry it.
-#[derive(Clone, Debug, Serialize)]
-struct Row {
-    field: &'static str,
-    claim: &'static str,
-    base: String,
-    metric: &'static str,
-    verdict: Verdict,
-    reason: String,
-    mechanism: &'static str,
-    off: Option<Measure>,
-    on: Option<Measure>,
-    seconds: f64,
-}
+/// The lessons' runs on this page's device, handing the page back to the browser between steps.
+struct Stepwise<'a>(InProcess<'a>);
 
-/// What a card shows: its row and the runs for the chart (empty when not run here).
-#[derive(Clone, Debug)]
-struct Outcome {
-    row: Row,
-    off: Option<Timeline>,
-    on: Option<Timeline>,
-}
-
-/// The whole table, exported.
-#[derive(Serialize)]
-struct Report<'a> {
-    adapter: String,
-    seconds: f64,
-    rows: Vec<&'a Row>,
-}
-
-/// A run that ends in out of memory keeps its reason.
-enum Ran {
-    Fit(Box<Timeline>),
-    OutOfMemory(Box<OutOfMemory>),
-}
-
-/// Train `config` to its end, handing the page back to the browser between steps.
-async fn train(config: RunConfig, gpu: &Gpu) -> Result<Ran, EngineError> {
-    let mut run = Run::new(config, gpu)?;
-    while !run.is_finished() {
-        match run.step().await {
-            Ok(_) => {}
-            Err(EngineError::OutOfMemory(oom)) => return Ok(Ran::OutOfMemory(oom)),
-            Err(err) => return Err(err),
-        }
-        yield_to_browser().await;
+impl Runner for Stepwise<'_> {
+    async fn train(&mut self, config: RunConfig) -> Result<RunOutcome, EngineError> {
+        self.0.train_pausing(config, yield_to_browser).await
     }
-    Ok(Ran::Fit(Box::new(run.finish().await?)))
-}
-
-/// A run the lesson needs to fit (every one but the budget claim's own).
-async fn fitted(config: RunConfig, gpu: &Gpu) -> Result<Timeline, String> {
-    match train(config, gpu).await.map_err(|err| err.to_string())? {
-        Ran::Fit(timeline) => Ok(*timeline),
-        Ran::OutOfMemory(oom) => Err(format!(
-            "out of memory without a budget: {}",
-            oom.headline()
-        )),
-    }
-}
-
-async fn side(claim: &Claim, sets: &[&str], gpu: &Gpu) -> Result<Vec<Timeline>, String> {
-    let config = side_config(claim, sets, None).map_err(|err| err.to_string())?;
-    let mut runs = Vec::new();
-    for _ in 0..claim.metric.runs_per_side() {
-        runs.push(fitted(config.clone(), gpu).await?);
-    }
-    Ok(runs)
-}
-
-/// The claim's runs and the engine's verdict on them; the chart gets the first run a side.
-async fn measure(
-    claim: &Claim,
-    gpu: &Gpu,
-) -> Result<(Judgement, Option<Timeline>, Option<Timeline>), String> {
-    let off = side(claim, claim.off, gpu).await?;
-    if claim.metric == Metric::StopsUnderBudget {
-        let budget = budget_for(&off[0].summary);
-        let config = side_config(claim, claim.on, Some(budget)).map_err(|err| err.to_string())?;
-        let stopped = match train(config, gpu).await.map_err(|err| err.to_string())? {
-            Ran::OutOfMemory(oom) => Some(oom),
-            Ran::Fit(_) => None,
-        };
-        let after = side(claim, claim.off, gpu).await?;
-        let judgement = judge_budget(budget, stopped.as_deref(), &after[0].summary);
-        return Ok((judgement, off.into_iter().next(), after.into_iter().next()));
-    }
-    let on = side(claim, claim.on, gpu).await?;
-    let judgement = judge(claim, &off, &on);
-    Ok((judgement, off.into_iter().next(), on.into_iter().next()))
 }
 
 /// Transformer lessons compile a transformer's kernels for each of their shapes, which takes a
@@ -142,8 +57,8 @@ fn runs_alone(claim: &Claim) -> bool {
     )
 }
 
-/// Run `claim`'s two runs, unless this front cannot measure it, or it runs only on its own
-/// (`alone` false: part of "Run all").
+/// Run `claim` with the engine, unless it runs only on its own (`alone` false: part of "Run
+/// all"); the engine says when this page cannot measure it.
 async fn run_lesson(
     entry: &'static Entry,
     claim: &'static Claim,
@@ -156,66 +71,37 @@ async fn run_lesson(
         synced_steps: false,
         device_per_run: false,
     };
-    let row = |verdict, reason: String, off, on| Row {
-        field: entry.field,
-        claim: claim.folklore,
-        base: claim.base.label(),
-        metric: claim.metric.name(),
-        verdict,
-        reason,
-        mechanism: claim.mechanism,
-        off,
-        on,
-        seconds: (now_ms() - started) / 1000.0,
+    let mut outcome = if !alone && runs_alone(claim) {
+        let why = format!(
+            "left out of Run all: a transformer's kernels take a software GPU minutes to \
+             compile; run it with this card's button, or natively with `vramlab claims --only \
+             {}`",
+            entry.field
+        );
+        Outcome {
+            row: Row::unmeasured(entry, claim, claim.base.label(), Verdict::NotRunHere, why),
+            off: None,
+            on: None,
+        }
+    } else {
+        run_claim(&mut Stepwise(InProcess { gpu }), entry, claim, bench, None).await
     };
-    let why = cannot_run(entry, claim, bench).or_else(|| {
-        (!alone && runs_alone(claim)).then(|| {
-            format!(
-                "left out of Run all: a transformer's kernels take a software GPU minutes to \
-                 compile; run it with this card's button, or natively with `vramlab claims \
-                 --only {}`",
-                entry.field
-            )
-        })
-    });
-    if let Some(why) = why {
-        return Outcome {
-            row: row(Verdict::NotRunHere, why, None, None),
-            off: None,
-            on: None,
-        };
-    }
-    match measure(claim, gpu).await {
-        Ok((judgement, off, on)) => Outcome {
-            row: row(
-                judgement.verdict,
-                judgement.reason,
-                judgement.off,
-                judgement.on,
-            ),
-            off,
-            on,
-        },
-        Err(err) => Outcome {
-            row: row(Verdict::NotMeasured, err, None, None),
-            off: None,
-            on: None,
-        },
-    }
+    outcome.row.seconds = (now_ms() - started) / 1000.0;
+    outcome
 }
 
 fn csv_field(text: &str) -> String {
     format!("\"{}\"", text.replace('"', "\"\""))
 }
 
-fn csv(rows: &[&Row]) -> String {
+fn csv(rows: &[Row]) -> String {
     let mut out = String::from("field,claim,metric,verdict,off_median,on_median,seconds,reason\n");
     let median = |m: &Option<Measure>| m.as_ref().map_or(String::new(), |m| m.median.to_string());
     for row in rows {
         out.push_str(&format!(
             "{},{},{},{},{},{},{:.1},{}\n",
             row.field,
-            csv_field(row.claim),
+            csv_field(&row.claim),
             row.metric,
             row.verdict,
             median(&row.off),
@@ -318,27 +204,19 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
         outcomes.with(|o| o.iter().flatten().map(|o| o.row.clone()).collect())
     };
     let export_json = move |_| {
-        let rows = rows();
         let report = Report {
             adapter: session
                 .live
                 .adapter
                 .with_untracked(|a| a.as_ref().map(|a| a.name.clone()).unwrap_or_default()),
             seconds: all_seconds.get_untracked().unwrap_or_default(),
-            rows: rows.iter().collect(),
+            rows: rows(),
         };
         if let Ok(json) = serde_json::to_string_pretty(&report) {
             download("vramlab-lessons.json", "application/json", &json);
         }
     };
-    let export_csv = move |_| {
-        let rows = rows();
-        download(
-            "vramlab-lessons.csv",
-            "text/csv",
-            &csv(&rows.iter().collect::<Vec<_>>()),
-        );
-    };
+    let export_csv = move |_| download("vramlab-lessons.csv", "text/csv", &csv(&rows()));
     let share = move || {
         let letters: String = outcomes.with(|o| {
             o.iter()
@@ -405,7 +283,8 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
             let data_verdict = move || outcome().map(|o| letter(Some(o.row.verdict)).to_string());
             let verdict = move || match outcome() {
                 Some(o) => view! {
-                    <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()>
+                    <p class="verdict" data-verdict=letter(Some(o.row.verdict)).to_string()
+                        data-unjudged=o.row.unjudged.join("; ")>
                         <strong>{o.row.verdict.to_string()}</strong> ": " {o.row.reason.clone()}
                     </p>
                 }
@@ -425,7 +304,7 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
                             <code class="lesson-field">{entry.field}</code></span>
                     </summary>
                     <p class="explain">"On " <code>{claim.base.label()}</code> ", " {claim.steps}
-                        " steps, judged on " {claim.metric.name()} ". " {sides}</p>
+                        " steps, judged on " {claim.judged_on()} ". " {sides}</p>
                     <button class="run-lesson" disabled=busy on:click=move |_| run(vec![i])>"Run this lesson"</button>
                     " "
                     <button class="open-lesson" on:click=move |_| open_in_playground(editor, claim)>

@@ -233,6 +233,10 @@ pub struct ClaimsArgs {
     /// Only the claims about this config field (e.g. strategies.loss_bookkeeping). Repeatable.
     #[arg(long, value_name = "FIELD")]
     pub only: Vec<String>,
+    /// Only the claims whose folklore contains this text (e.g. "trades time"), of those --only
+    /// keeps. Repeatable.
+    #[arg(long, value_name = "TEXT")]
+    pub claim: Vec<String>,
     /// Run the claims on this CSV table instead of each claim's data set: the claims whose
     /// model can take the table, with batches no larger than its training split.
     #[arg(long, value_name = "FILE.csv")]

@@ -1,196 +1,32 @@
 //! `vramlab claims`: every folklore claim of the catalog run without the tip and with it (same
-//! base run and seed) and judged by the engine from what was measured: each side's figure is the
-//! median over its steps (and, for timing, over three runs), and a verdict needs a difference
-//! beyond their spread. Each run is its own `vramlab train` process: the allocator's pools are
-//! fixed when a device starts, so a tip like the pool choice needs a fresh process, and a run
-//! stopped by its budget must not share one with the next.
+//! base run and seed) and judged by the engine (`engine::claims::run_claim`, the flow the page's
+//! lessons run too): each side's figure is the median over its steps (and, for timing, over
+//! three runs), and a verdict needs a difference beyond their spread. Here each run is its own
+//! `vramlab train` process: the allocator's pools are fixed when a device starts, so a tip like
+//! the pool choice needs a fresh process, and a run stopped by its budget must not share one
+//! with the next. This module picks the claims, shows progress and writes the report.
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
-use vramlab::engine::claims::{
-    Judgement, Measure, Verdict, budget_for, judge, judge_budget, side_config_on,
-};
+use vramlab::engine::ConfigError;
+use vramlab::engine::claims::{Bench, Report, run_claim};
 use vramlab::engine::config::DataConfig;
-use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
-use vramlab::engine::{ConfigError, RunConfig, Timeline};
+use vramlab::engine::strategies::catalog::{self, Claim, Entry};
 
 use crate::report::mib;
-use crate::subprocess::{self, Trained};
+use crate::subprocess::Subprocess;
 
-/// One line of the report; the JSON form is one of these per claim.
-#[derive(Serialize, Debug)]
-pub struct Row {
-    /// The config field the claim is about.
-    pub field: String,
-    pub claim: String,
-    /// The run both sides start from: a preset and the changes that size it.
-    pub base: String,
-    pub metric: String,
-    pub steps: usize,
-    pub runs_per_side: usize,
-    /// The claim's figure without and with the tip: median, quartiles, samples.
-    pub off: Option<Measure>,
-    pub on: Option<Measure>,
-    pub high_water_in_use_off: Option<u64>,
-    pub high_water_in_use_on: Option<u64>,
-    pub high_water_reserved_off: Option<u64>,
-    pub high_water_reserved_on: Option<u64>,
-    pub ms_per_step_off: Option<f64>,
-    pub ms_per_step_on: Option<f64>,
-    pub final_loss_off: Option<f32>,
-    pub final_loss_on: Option<f32>,
-    pub verdict: Verdict,
-    pub reason: String,
-    /// Why it came out this way.
-    pub mechanism: String,
-    /// The adapter the runs used, for the report's heading.
-    #[serde(skip)]
-    pub adapter: String,
-}
-
-/// The whole report: the rows and what they took.
-#[derive(Serialize, Debug)]
-pub struct Report {
-    pub adapter: String,
-    pub seconds: f64,
-    pub rows: Vec<Row>,
-}
-
-/// A run that must fit: the claims run without budgets, except the budget claim's own.
-fn fitted(entry: &Entry, config: &RunConfig) -> anyhow::Result<Timeline> {
-    match subprocess::train(config, false)? {
-        Trained::Fit(timeline) => Ok(*timeline),
-        Trained::OutOfMemory(oom) => anyhow::bail!(
-            "{}: out of memory without a budget: {}",
-            entry.field,
-            oom.headline()
-        ),
-    }
-}
-
-/// The runs of one side.
-fn side(
-    entry: &Entry,
-    claim: &Claim,
-    sets: &[&str],
+/// Run every claim of the catalog (or those about the `only` fields, and of those the ones whose
+/// folklore contains one of `texts`), with a progress bar on stderr; on `table` (a data section
+/// with its table read) instead of each claim's data.
+pub fn run_all(
+    only: &[String],
+    texts: &[String],
     table: Option<&DataConfig>,
-) -> anyhow::Result<Vec<Timeline>> {
-    let config = side_config_on(claim, sets, None, table)?;
-    (0..claim.metric.runs_per_side())
-        .map(|_| fitted(entry, &config))
-        .collect()
-}
-
-/// A claim whose runs cannot take the user's table: a row that says why, with nothing measured.
-fn not_run(entry: &Entry, claim: &Claim, table: &DataConfig, reason: String) -> Row {
-    Row {
-        field: entry.field.to_string(),
-        claim: claim.folklore.to_string(),
-        base: base_label(claim, Some(table)),
-        metric: claim.metric.name().to_string(),
-        steps: claim.steps,
-        runs_per_side: 0,
-        off: None,
-        on: None,
-        high_water_in_use_off: None,
-        high_water_in_use_on: None,
-        high_water_reserved_off: None,
-        high_water_reserved_on: None,
-        ms_per_step_off: None,
-        ms_per_step_on: None,
-        final_loss_off: None,
-        final_loss_on: None,
-        verdict: Verdict::NotRunHere,
-        reason,
-        mechanism: claim.mechanism.to_string(),
-        adapter: String::new(),
-    }
-}
-
-/// The base run as the report names it: on a table, its data replaced by the file.
-fn base_label(claim: &Claim, table: Option<&DataConfig>) -> String {
-    match table {
-        Some(data) => format!("{} on {}", claim.base.label(), data.path),
-        None => claim.base.label(),
-    }
-}
-
-fn run_claim(entry: &Entry, claim: &Claim, table: Option<&DataConfig>) -> anyhow::Result<Row> {
-    if table.is_some() {
-        // Both sides must take the table before anything runs.
-        for sets in [claim.off, claim.on] {
-            if let Err(err) = side_config_on(claim, sets, None, table) {
-                let reason = format!("not on this table: {err}");
-                return Ok(not_run(
-                    entry,
-                    claim,
-                    table.unwrap_or(&DataConfig::default()),
-                    reason,
-                ));
-            }
-        }
-    }
-    let off = side(entry, claim, claim.off, table)?;
-    let (on, judgement): (Vec<Timeline>, Judgement) = if claim.metric == Metric::StopsUnderBudget {
-        let budget = budget_for(&off[0].summary);
-        let stopped = match subprocess::train(
-            &side_config_on(claim, claim.on, Some(budget), table)?,
-            false,
-        )? {
-            Trained::OutOfMemory(oom) => Some(oom),
-            Trained::Fit(_) => None,
-        };
-        let after = fitted(entry, &side_config_on(claim, claim.off, None, table)?)?;
-        (
-            Vec::new(),
-            judge_budget(budget, stopped.as_deref(), &after.summary),
-        )
-    } else {
-        let on = side(entry, claim, claim.on, table)?;
-        let judgement = judge(claim, &off, &on);
-        (on, judgement)
-    };
-    let first = |side: &[Timeline]| side.first().map(|t| t.summary.clone());
-    let (a, b) = (first(&off), first(&on));
-    let adapter = a.as_ref().map_or(String::new(), |s| {
-        format!(
-            "{} ({}, shader-f16 {})",
-            s.adapter.name,
-            s.adapter.backend,
-            if s.adapter.shader_f16 { "yes" } else { "no" }
-        )
-    });
-    Ok(Row {
-        field: entry.field.to_string(),
-        claim: claim.folklore.to_string(),
-        base: base_label(claim, table),
-        metric: claim.metric.name().to_string(),
-        steps: claim.steps,
-        runs_per_side: claim.metric.runs_per_side(),
-        off: judgement.off,
-        on: judgement.on,
-        high_water_in_use_off: a.as_ref().map(|s| s.high_water_in_use_bytes),
-        high_water_in_use_on: b.as_ref().map(|s| s.high_water_in_use_bytes),
-        high_water_reserved_off: a.as_ref().map(|s| s.high_water_reserved_bytes),
-        high_water_reserved_on: b.as_ref().map(|s| s.high_water_reserved_bytes),
-        ms_per_step_off: a.as_ref().map(|s| s.median_step_ms),
-        ms_per_step_on: b.as_ref().map(|s| s.median_step_ms),
-        final_loss_off: a.as_ref().and_then(|s| s.final_loss),
-        final_loss_on: b.as_ref().and_then(|s| s.final_loss),
-        verdict: judgement.verdict,
-        reason: judgement.reason,
-        mechanism: claim.mechanism.to_string(),
-        adapter,
-    })
-}
-
-/// Run every claim of the catalog (or those about the `only` fields), with a progress bar on
-/// stderr; on `table` (a data section with its table read) instead of each claim's data.
-pub fn run_all(only: &[String], table: Option<&DataConfig>) -> anyhow::Result<Report> {
+) -> anyhow::Result<Report> {
     let started = Instant::now();
     if let Some(unknown) = only.iter().find(|field| catalog::find(field).is_none()) {
         let known: Vec<&str> = catalog::CATALOG.iter().map(|e| e.field).collect();
@@ -205,7 +41,23 @@ pub fn run_all(only: &[String], table: Option<&DataConfig>) -> anyhow::Result<Re
     }
     let claims: Vec<(&Entry, &Claim)> = catalog::claims()
         .filter(|(entry, _)| only.is_empty() || only.iter().any(|f| f == entry.field))
+        .filter(|(_, claim)| texts.is_empty() || texts.iter().any(|t| claim.folklore.contains(t)))
         .collect();
+    if claims.is_empty() {
+        return Err(ConfigError::invalid(
+            "--claim",
+            format!(
+                "no claim{} contains {}",
+                if only.is_empty() {
+                    ""
+                } else {
+                    " about those fields"
+                },
+                texts.join(" or ")
+            ),
+        )
+        .into());
+    }
     let bar =
         ProgressBar::with_draw_target(Some(claims.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -215,9 +67,14 @@ pub fn run_all(only: &[String], table: Option<&DataConfig>) -> anyhow::Result<Re
         .expect("the template is valid"),
     );
     let mut rows = Vec::new();
+    let mut runner = Subprocess { dry_run: false };
     for (entry, claim) in claims {
         bar.set_message(format!("{}: {}", entry.field, claim.folklore));
-        rows.push(run_claim(entry, claim, table)?);
+        let claim_started = Instant::now();
+        let mut outcome =
+            pollster::block_on(run_claim(&mut runner, entry, claim, Bench::NATIVE, table));
+        outcome.row.seconds = claim_started.elapsed().as_secs_f64();
+        rows.push(outcome.row);
         bar.inc(1);
     }
     bar.finish_and_clear();

@@ -2,14 +2,14 @@
 //! comparison of the five search methods.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use vramlab::engine::finder::{self, Method, Question, Search, Trial, TrialResult, TrialRunner};
-use vramlab::engine::{ConfigError, EngineError, Gpu, Purpose, RunConfig};
+use vramlab::engine::finder::{self, Method, Question, Search, Trial};
+use vramlab::engine::{ConfigError, Gpu, Purpose, RunConfig};
 
 use vramlab::engine::memory::largest;
 
 use crate::args::{FindArgs, MethodArg};
 use crate::report::{self, mib};
-use crate::subprocess::{self, Trained};
+use crate::subprocess::Subprocess;
 
 fn method(arg: MethodArg) -> Method {
     match arg {
@@ -18,30 +18,6 @@ fn method(arg: MethodArg) -> Method {
         MethodArg::LightningPower => Method::LightningPower,
         MethodArg::LightningBinsearch => Method::LightningBinsearch,
         MethodArg::Vramlab => Method::Vramlab,
-    }
-}
-
-/// Each trial as its own `vramlab train --json` process (see [`TrialRunner`] for why): what a
-/// user's `train` at that batch will see. As plans, `train --dry-run`: in-process plans would
-/// inherit the earlier trials' pages and fused shapes, and differ by those.
-struct Subprocess {
-    purpose: Purpose,
-}
-
-impl TrialRunner for Subprocess {
-    async fn trial(&mut self, config: RunConfig) -> Result<TrialResult, EngineError> {
-        let dry_run = self.purpose == Purpose::Plan;
-        let trained = subprocess::train(&config, dry_run).map_err(|err| EngineError::Device {
-            phase: "trial".into(),
-            message: format!("{err:#}"),
-        })?;
-        Ok(match trained {
-            Trained::Fit(timeline) => Ok((
-                timeline.summary.high_water_in_use_bytes,
-                timeline.summary.high_water_reserved_bytes,
-            )),
-            Trained::OutOfMemory(oom) => Err(oom),
-        })
     }
 }
 
@@ -76,7 +52,11 @@ fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Resu
         purpose,
         largest_batch,
     };
-    let mut runner = Subprocess { purpose };
+    // As plans, `train --dry-run`: in-process plans would inherit the earlier trials' pages and
+    // fused shapes, and differ by those.
+    let mut runner = Subprocess {
+        dry_run: purpose == Purpose::Plan,
+    };
     let found = pollster::block_on(finder::find(&question, method, &mut runner, &mut on_trial));
     bar.finish_and_clear();
     Ok(found?)

@@ -123,7 +123,7 @@ fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
     let table = args.table()?;
-    let report = claims::run_all(&args.only, table.as_ref())?;
+    let report = claims::run_all(&args.only, &args.claim, table.as_ref())?;
     let markdown = claims::markdown(&report);
     if let Some(path) = &args.out {
         claims::write(path, &markdown)?;

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use vramlab::engine::outcome::OutOfMemory;
-use vramlab::engine::{RunConfig, Timeline};
+use vramlab::engine::train::{RunOutcome, Runner};
+use vramlab::engine::{EngineError, RunConfig};
 
 use crate::exit;
 
@@ -20,16 +21,10 @@ pub struct OutOfMemoryReport {
     pub out_of_memory: OutOfMemory,
 }
 
-/// How a run in its own process ended.
-pub enum Trained {
-    Fit(Box<Timeline>),
-    OutOfMemory(Box<OutOfMemory>),
-}
-
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// Train `config` in a new process of this binary; as a plan's dry run when `dry_run`.
-pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<Trained> {
+pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<RunOutcome> {
     let path = std::env::temp_dir().join(format!(
         "vramlab-run-{}-{}.json",
         std::process::id(),
@@ -47,18 +42,33 @@ pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<Trained> {
     let _ = std::fs::remove_file(&path);
     let out = out.context("running vramlab train")?;
     match out.status.code() {
-        Some(exit::OK) => Ok(Trained::Fit(
+        Some(exit::OK) => Ok(RunOutcome::Fit(
             serde_json::from_slice(&out.stdout).context("reading the run's JSON timeline")?,
         )),
         Some(code) if code == i32::from(exit::OUT_OF_MEMORY) => {
             let report: OutOfMemoryReport = serde_json::from_slice(&out.stdout)
                 .context("reading the run's out-of-memory report")?;
-            Ok(Trained::OutOfMemory(Box::new(report.out_of_memory)))
+            Ok(RunOutcome::OutOfMemory(Box::new(report.out_of_memory)))
         }
         _ => anyhow::bail!(
             "vramlab train {}: {}",
             config.name,
             String::from_utf8_lossy(&out.stderr)
         ),
+    }
+}
+
+/// Each run as its own `vramlab train` process (see [`Runner`] for why): what a user's `train`
+/// of that config will see; as a plan's dry run when `dry_run`.
+pub struct Subprocess {
+    pub dry_run: bool,
+}
+
+impl Runner for Subprocess {
+    async fn train(&mut self, config: RunConfig) -> Result<RunOutcome, EngineError> {
+        train(&config, self.dry_run).map_err(|err| EngineError::Device {
+            phase: "run".into(),
+            message: format!("{err:#}"),
+        })
     }
 }

@@ -6,8 +6,10 @@ pub(crate) mod optimizer;
 mod pace;
 pub mod records;
 mod run;
+mod runner;
 mod tap;
 mod trainer;
 
 pub use records::{EvalRecord, KeptBytes, PredictedBytes, StepRecord, Summary, Timeline};
 pub use run::{LOSS_READBACK_EVERY, Run, StepOutcome, train};
+pub use runner::{InProcess, RunOutcome, Runner};
