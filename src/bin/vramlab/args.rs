@@ -156,7 +156,8 @@ pub struct TrainArgs {
     /// When to read the allocator: after each phase, or once per step (cheaper).
     #[arg(long, value_enum)]
     pub sampling: Option<SamplingArg>,
-    /// Write timeline.json, timeline.csv and memory.svg into this directory.
+    /// Write timeline.json, timeline.csv, memory.svg, categories.svg and one-step.svg into
+    /// this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the summary as one JSON object on stdout instead of a table.
