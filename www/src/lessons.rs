@@ -11,7 +11,6 @@ use vramlab::engine::claims::{
     Bench, Judgement, Measure, Verdict, budget_for, cannot_run, judge, judge_budget, side_config,
 };
 use vramlab::engine::link::verdicts::letter;
-pub use vramlab::engine::link::verdicts::shared_verdicts;
 use vramlab::engine::outcome::OutOfMemory;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
