@@ -4,6 +4,7 @@ mod categories;
 mod checkpointing;
 mod cli;
 mod config_errors;
+mod docs_figures;
 mod estimates;
 mod finder;
 mod finetune;

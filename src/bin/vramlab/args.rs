@@ -55,6 +55,20 @@ pub enum Command {
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
+    /// The figures README.md and docs/ print that the code computes (plans, parameter counts,
+    /// estimates, counts of claims), recomputed beside what the pages say; with --check, exits
+    /// 1 naming each figure that differs.
+    Docs(DocsArgs),
+}
+
+#[derive(Args, Debug, Default)]
+pub struct DocsArgs {
+    /// Exit 1 when a documented figure differs from the computed one (print only those).
+    #[arg(long)]
+    pub check: bool,
+    /// The pages to read (default: README.md and docs/*.md of the current directory).
+    #[arg(value_name = "FILE.md")]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]

@@ -16,7 +16,7 @@ use crate::report::size;
 /// The model was fitted to the first twelve; the rest check it at sizes it was not fitted to.
 /// No tensor in it is over the planning device's largest binding (a plan leaves those out and
 /// names them; at eval batch 512 the width-256 transformer's scores would be 4 GiB).
-const GRID: &[(&str, &str, &str)] = &[
+pub const GRID: &[(&str, &str, &str)] = &[
     ("mlp", "spiral-mlp", ""),
     (
         "mlp",
