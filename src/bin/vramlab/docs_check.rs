@@ -11,19 +11,20 @@
 //! ```
 //!
 //! `figures NAME: plan ARGS` plans `vramlab plan ARGS` (parsed by the binary's own flags) on the
-//! planning device, so its figures are the same on every machine; a figure is a path into that
-//! plan's JSON (`vramlab plan --json` prints it): dotted fields, `[field=value]` to pick an
-//! element of a list. Built in, without a `figures` line: `catalog.claims` (the catalog's
+//! planning device, so its figures depend on the config and the adapter that device models
+//! (lavapipe's in CI), not on the machine's memory; `figures NAME: estimate ARGS` is the
+//! analytic model's prediction for the same config (`memory::analytic`, no plan). A figure is a
+//! path into that JSON (`vramlab plan --json` prints a plan's): dotted fields, `[field=value]`
+//! to pick an element of a list. Built in, without a `figures` line: `catalog.claims` (the catalog's
 //! claims), `catalog.strategies`, `grid.configs` (bench-analytic's grid) and `presets.count`.
 //!
-//! `check:` applies to the next line of text, `check "TEXT":` to the next line that contains
-//! TEXT (a table's row, a line inside a paragraph: a comment there would end the table or split
-//! the paragraph): each item, in order, is
-//! compared with the next
-//! number on that line (numbers in code spans and glued to a word, as in `f16` or `GPT-2`, are
-//! not counted), `_` skips one. An item is a figure, or two divided (`a/b`), optionally with a
-//! unit it is shown in (`B`, `KiB`, `MiB`, `GiB`). The computed value is rounded to the
-//! documented number's decimals; thousands separators are ignored.
+//! `check:` applies to the next line of text, `check "TEXT":` to the next line that contains TEXT
+//! (a table's row, a line inside a paragraph: a comment there would end the table or split the
+//! paragraph): each item, in order, is compared with the next number on that line (numbers in code
+//! spans and glued to a word, as in `f16` or `GPT-2`, are not counted), `_` skips one. An item is a
+//! figure, or two divided (`a/b`), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`,
+//! or `billion` for a count). The computed value is rounded to the documented number's decimals;
+//! thousands separators are ignored.
 //!
 //! Measurements (timings, runs on this machine's GPU) cannot be recomputed here: the pages mark
 //! them "measured DATE on MACHINE" with the command that reproduces them.
@@ -34,6 +35,7 @@ use std::path::PathBuf;
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
 use serde_json::Value;
+use vramlab::engine::memory::predict;
 use vramlab::engine::presets::{PLAN_PRESETS, PRESETS};
 use vramlab::engine::strategies::catalog::{self, CATALOG};
 use vramlab::engine::{Gpu, plan};
@@ -86,7 +88,7 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         }
     }
     println!(
-        "{} figures checked in {} files ({} plans); {} differ",
+        "{} figures checked in {} files ({} plans and estimates); {} differ",
         figures.len(),
         files.len(),
         checker.plans.len(),
@@ -265,23 +267,31 @@ impl Checker {
             .ok_or_else(|| anyhow!("{field} is not a number: {value}"))
     }
 
-    /// The JSON of `vramlab plan ARGS` for `command` = `plan ARGS`.
+    /// The JSON of `command`: `plan ARGS`, what `vramlab plan ARGS --json` prints, or
+    /// `estimate ARGS`, the analytic model's prediction for the config those flags give (no
+    /// plan: cheap for models of billions of parameters).
     fn plan(&mut self, command: &str) -> anyhow::Result<&Value> {
         if !self.plans.contains_key(command) {
-            let mut words = vec!["vramlab"];
-            words.extend(command.split_whitespace());
+            let (kind, flags) = command.split_once(' ').unwrap_or((command, ""));
+            let mut words = vec!["vramlab", "plan"];
+            words.extend(flags.split_whitespace());
             let cli = Cli::try_parse_from(&words).with_context(|| format!("`{command}`"))?;
             let Some(Command::Plan(args)) = cli.command else {
-                bail!("`{command}`: only `plan ...` computes figures");
+                unreachable!("parsed as `vramlab plan`");
             };
             let config = args.resolve()?;
-            if self.planner.is_none() {
-                self.planner = Some(vramlab::engine::device::planner()?);
-            }
-            let planner = self.planner.as_ref().expect("started above");
-            let planned = pollster::block_on(plan::plan(&config, planner, |_| {}))?;
-            self.plans
-                .insert(command.to_string(), serde_json::to_value(&planned)?);
+            let value = match kind {
+                "plan" => {
+                    if self.planner.is_none() {
+                        self.planner = Some(vramlab::engine::device::planner()?);
+                    }
+                    let planner = self.planner.as_ref().expect("started above");
+                    serde_json::to_value(pollster::block_on(plan::plan(&config, planner, |_| {}))?)?
+                }
+                "estimate" => serde_json::to_value(predict(&config))?,
+                other => bail!("`{command}`: {other:?} computes no figures (plan, estimate)"),
+            };
+            self.plans.insert(command.to_string(), value);
         }
         Ok(&self.plans[command])
     }
@@ -315,7 +325,9 @@ fn unit_bytes(unit: &str) -> anyhow::Result<f64> {
         "KiB" => 1024.0,
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        other => bail!("unknown unit {other:?} (B, KiB, MiB, GiB)"),
+        // A count in billions, as "0.25 B parameters" reads.
+        "billion" => 1e9,
+        other => bail!("unknown unit {other:?} (B, KiB, MiB, GiB, billion)"),
     })
 }
 
