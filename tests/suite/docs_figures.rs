@@ -18,7 +18,8 @@ fn every_checked_figure_in_the_docs_is_what_the_code_computes() {
         "vramlab docs --check: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The GPT-2 tables of plans.md and transformers.md are among them.
+    // The GPT-2 tables of plans.md and transformers.md are among them, and no figure is left
+    // unchecked and unmarked.
     let summary = stdout.lines().last().unwrap_or_default();
     let checked: usize = summary
         .split_whitespace()
@@ -26,6 +27,7 @@ fn every_checked_figure_in_the_docs_is_what_the_code_computes() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(checked >= 40, "{summary}");
+    assert!(summary.contains("; 0 unmarked"), "{summary}");
 }
 
 #[test]
@@ -61,5 +63,25 @@ fn the_docs_check_fails_on_a_figure_edited_by_hand() {
         params + 1
     );
     assert!(stderr.contains(&named), "{stderr} names {named}");
+
+    // A figure that nothing computes needs its section marked as a measurement.
+    let text = "# A page\n\nA step took 3.5 s.\n";
+    std::fs::write(&page, text).unwrap();
+    let out = vramlab(&["docs", "--check", path]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{path}:3 3.5")) && stderr.contains("marked as measured"),
+        "{stderr}"
+    );
+    let marked =
+        "# A page\n\nA step took 3.5 s (measured 2026-11-26 on lavapipe, `vramlab train`).\n";
+    std::fs::write(&page, marked).unwrap();
+    let out = vramlab(&["docs", "--check", path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -30,7 +30,7 @@
 //! them "measured DATE on MACHINE" with the command that reproduces them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
@@ -47,6 +47,8 @@ use crate::bench_analytic;
 pub struct Figure {
     pub file: String,
     pub line: usize,
+    /// Which number of the line it is, from 0.
+    pub index: usize,
     pub item: String,
     pub documented: String,
     pub computed: String,
@@ -68,10 +70,28 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
     };
     let mut checker = Checker::default();
     let mut figures = Vec::new();
+    let mut unmarked_figures = Vec::new();
     for file in &files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        figures.extend(checker.check_page(&file.display().to_string(), &text)?);
+        let name = file.display().to_string();
+        let page = checker.check_page(&name, &text)?;
+        unmarked_figures.extend(unmarked(&name, &text, &page));
+        figures.extend(page);
+    }
+    let audited = |unmarked: &&Unmarked| {
+        !NOT_YET_AUDITED
+            .iter()
+            .any(|page| Path::new(&unmarked.file).ends_with(page))
+    };
+    let failing_unmarked: Vec<&Unmarked> = unmarked_figures.iter().filter(audited).collect();
+    for unmarked in &unmarked_figures {
+        if !args.check || audited(&unmarked) {
+            println!(
+                "{}:{}: {}: neither checked nor in a section marked \"measured DATE ... `command`\"",
+                unmarked.file, unmarked.line, unmarked.figure
+            );
+        }
     }
     let differ: Vec<&Figure> = figures.iter().filter(|f| !f.agrees()).collect();
     for figure in &figures {
@@ -88,12 +108,26 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         }
     }
     println!(
-        "{} figures checked in {} files ({} plans and estimates); {} differ",
+        "{} figures checked in {} files ({} plans and estimates); {} differ; {} unmarked ({} on \
+         pages not yet audited)",
         figures.len(),
         files.len(),
         checker.plans.len(),
-        differ.len()
+        differ.len(),
+        unmarked_figures.len(),
+        unmarked_figures.len() - failing_unmarked.len()
     );
+    if args.check && !failing_unmarked.is_empty() {
+        bail!(
+            "{} figures are neither checked nor marked as measured: {}",
+            failing_unmarked.len(),
+            failing_unmarked
+                .iter()
+                .map(|u| format!("{}:{} {}", u.file, u.line, u.figure))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     if args.check && !differ.is_empty() {
         bail!(
             "{} documented figures differ from what the code computes: {}",
@@ -214,7 +248,7 @@ impl Checker {
             );
         }
         let mut figures = Vec::new();
-        for (item, documented) in items.iter().zip(&numbers) {
+        for (index, (item, documented)) in items.iter().zip(&numbers).enumerate() {
             if item == "_" {
                 continue;
             }
@@ -224,6 +258,7 @@ impl Checker {
             figures.push(Figure {
                 file: file.to_string(),
                 line: number,
+                index,
                 item: item.clone(),
                 documented: documented.clone(),
                 computed: shown_as(computed, documented),
@@ -355,6 +390,20 @@ fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
 /// The numbers of a line as written (`124,439,808`, `24.63`), outside code spans, skipping
 /// digits glued to a word (`f16`, `GPT-2`, `x2`).
 fn numbers(line: &str) -> Vec<String> {
+    numbers_and_units(line)
+        .into_iter()
+        .map(|(text, _)| text)
+        .collect()
+}
+
+/// Units that make a number a figure a reader would take as measured or computed.
+const UNITS: &[&str] = &[
+    "GiB", "MiB", "KiB", "GB", "MB", "KB", "kB", "B", "ms", "s", "x", "min", "minutes", "seconds",
+    "hours",
+];
+
+/// [`numbers`], each with whether a unit of [`UNITS`] follows it (`24.63 GiB`, `1.03x`).
+fn numbers_and_units(line: &str) -> Vec<(String, bool)> {
     let mut found = Vec::new();
     let chars: Vec<char> = line.chars().collect();
     let mut in_code = false;
@@ -389,11 +438,111 @@ fn numbers(line: &str) -> Vec<String> {
                 _ => break,
             }
         }
-        found.push(chars[start..i].iter().collect());
+        let text: String = chars[start..i].iter().collect();
+        let rest: String = chars[i..].iter().collect();
+        let ends = |text: &str, unit: &str| {
+            text.strip_prefix(unit)
+                .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric()))
+        };
+        // `0.81x` is a ratio, `2 x L` a product; `7B` a model's size, `7 B` bytes.
+        let unit = UNITS.iter().any(|unit| *unit != "B" && ends(&rest, unit))
+            || rest
+                .strip_prefix(' ')
+                .is_some_and(|spaced| UNITS.iter().any(|unit| *unit != "x" && ends(spaced, unit)));
+        found.push((text, unit));
         // Skip the rest of a word the number runs into (`8x`, `4kB`): not another number.
         while i < chars.len() && chars[i].is_alphanumeric() {
             i += 1;
         }
+    }
+    found
+}
+
+/// Pages whose unchecked figures are not yet all marked as measurements: `vramlab docs` lists
+/// them, `--check` does not fail on them yet. Every other page must mark each section whose
+/// figures it does not check.
+const NOT_YET_AUDITED: &[&str] = &[];
+
+/// A figure with a unit that no check covers, in a section without a measurement marker.
+pub struct Unmarked {
+    pub file: String,
+    pub line: usize,
+    pub figure: String,
+}
+
+/// Whether a paragraph marks its section's figures as measured: "measured", a date
+/// (YYYY-MM-DD) and the command that reproduces them in a code span.
+fn measurement_marker(block: &str) -> bool {
+    let dated = block.as_bytes().windows(10).any(|w| {
+        w.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+    });
+    block.to_lowercase().contains("measured") && dated && block.contains('`')
+}
+
+/// The figures of `text` with a unit that `figures` do not check, in sections (a heading to the
+/// next) that hold no measurement marker. Code blocks are commands, not figures; a line after
+/// `<!-- given "TEXT": WHY -->` that holds TEXT states inputs or limits the code sets (a budget,
+/// a cap), not results, and WHY says which.
+fn unmarked(file: &str, text: &str, figures: &[Figure]) -> Vec<Unmarked> {
+    let checked: std::collections::HashSet<(usize, usize)> =
+        figures.iter().map(|f| (f.line, f.index)).collect();
+    let mut found = Vec::new();
+    let mut section = Vec::new();
+    let mut marked = false;
+    let mut block = String::new();
+    let mut fenced = false;
+    let mut given: Vec<String> = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if let Some(rest) = comment(trimmed, "given") {
+            if let Some((Some(row), _)) = check_line(rest) {
+                given.push(row);
+            }
+            continue;
+        }
+        if fenced || trimmed.starts_with("<!--") {
+            continue;
+        }
+        if let Some(slot) = given.iter().position(|row| trimmed.contains(row.as_str())) {
+            given.remove(slot);
+            block.push_str(line);
+            block.push('\n');
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            marked |= measurement_marker(&block);
+            block.clear();
+            if trimmed.starts_with('#') {
+                if !marked {
+                    found.append(&mut section);
+                }
+                section.clear();
+                marked = false;
+            }
+            continue;
+        }
+        block.push_str(line);
+        block.push('\n');
+        for (at, (figure, unit)) in numbers_and_units(line).into_iter().enumerate() {
+            if unit && !checked.contains(&(number, at)) {
+                section.push(Unmarked {
+                    file: file.to_string(),
+                    line: number,
+                    figure,
+                });
+            }
+        }
+    }
+    if !(marked || measurement_marker(&block)) {
+        found.append(&mut section);
     }
     found
 }
@@ -433,6 +582,27 @@ mod tests {
             ["124,439,808", "24.63", "23.10", "1.85", "1.03", "7"]
         );
         assert_eq!(numbers("1,2 and 3, 4"), ["1", "2", "3", "4"]);
+    }
+
+    #[test]
+    fn a_figure_needs_a_check_or_a_measured_section() {
+        let page = "# A\n\n<!-- check: catalog.claims -->\n3 claims in 5 s.\n\n# B\n\nIt took \
+                    7 s (measured 2026-11-25 on lavapipe, `vramlab claims`).\n\n# C\n\n2 GiB, \
+                    measured once.\n\n```sh\nvramlab --budget 4GiB\n```\n\n# D\n\n<!-- given \
+                    \"cap\": the cap the code sets -->\nA cap of 256 MiB.\n";
+        let figures = vec![Figure {
+            file: "p.md".into(),
+            line: 4,
+            index: 0,
+            item: "catalog.claims".into(),
+            documented: "3".into(),
+            computed: "3".into(),
+        }];
+        let found: Vec<(usize, String)> = unmarked("p.md", page, &figures)
+            .into_iter()
+            .map(|u| (u.line, u.figure))
+            .collect();
+        assert_eq!(found, [(4, "5".to_string()), (12, "2".to_string())]);
     }
 
     #[test]
