@@ -27,10 +27,17 @@
 //! thousands separators are ignored.
 //!
 //! Measurements (timings, runs on this machine's GPU) cannot be recomputed here: the pages mark
-//! them "measured DATE on MACHINE" with the command that reproduces them.
+//! them "measured DATE on MACHINE" with the command that reproduces them, in a paragraph of the
+//! figure's section that holds "measured", the date and the command in a code span. A figure with
+//! a unit (bytes, time, a ratio) that no check covers, outside such a section, fails the check;
+//! `<!-- given "TEXT": WHY -->` exempts the next line holding TEXT, whose figures are inputs or
+//! limits the code sets (a budget, a cap), with WHY.
+//!
+//! The pages' plans model lavapipe's adapter (CI's): where the planning device models another,
+//! a plan figure that differs is listed and does not fail.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
@@ -49,6 +56,8 @@ pub struct Figure {
     pub line: usize,
     /// Which number of the line it is, from 0.
     pub index: usize,
+    /// Whether a plan computes it (so it depends on the adapter the planning device models).
+    pub from_plan: bool,
     pub item: String,
     pub documented: String,
     pub computed: String,
@@ -79,21 +88,31 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         unmarked_figures.extend(unmarked(&name, &text, &page));
         figures.extend(page);
     }
-    let audited = |unmarked: &&Unmarked| {
-        !NOT_YET_AUDITED
-            .iter()
-            .any(|page| Path::new(&unmarked.file).ends_with(page))
-    };
-    let failing_unmarked: Vec<&Unmarked> = unmarked_figures.iter().filter(audited).collect();
     for unmarked in &unmarked_figures {
-        if !args.check || audited(&unmarked) {
-            println!(
-                "{}:{}: {}: neither checked nor in a section marked \"measured DATE ... `command`\"",
-                unmarked.file, unmarked.line, unmarked.figure
-            );
-        }
+        println!(
+            "{}:{}: {}: neither checked nor in a section marked \"measured DATE ... `command`\"",
+            unmarked.file, unmarked.line, unmarked.figure
+        );
     }
-    let differ: Vec<&Figure> = figures.iter().filter(|f| !f.agrees()).collect();
+    // The pages' plans model lavapipe's adapter, as CI's planning device does; on another
+    // adapter a plan may differ by its alignment or its kernels, and is reported, not failed.
+    let other_adapter = checker
+        .planner
+        .as_ref()
+        .map(|planner| planner.adapter.name.clone())
+        .filter(|name| !name.contains(DOCUMENTED_ADAPTER));
+    let excused = |f: &Figure| f.from_plan && other_adapter.is_some();
+    let differ: Vec<&Figure> = figures
+        .iter()
+        .filter(|f| !f.agrees())
+        .filter(|f| !excused(f))
+        .collect();
+    if let Some(name) = &other_adapter {
+        println!(
+            "the planning device models {name}, not {DOCUMENTED_ADAPTER} as the pages' plans do: \
+             plan figures that differ are listed, not failed"
+        );
+    }
     for figure in &figures {
         if !args.check || !figure.agrees() {
             println!(
@@ -108,20 +127,18 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         }
     }
     println!(
-        "{} figures checked in {} files ({} plans and estimates); {} differ; {} unmarked ({} on \
-         pages not yet audited)",
+        "{} figures checked in {} files ({} plans and estimates); {} differ; {} unmarked",
         figures.len(),
         files.len(),
         checker.plans.len(),
         differ.len(),
         unmarked_figures.len(),
-        unmarked_figures.len() - failing_unmarked.len()
     );
-    if args.check && !failing_unmarked.is_empty() {
+    if args.check && !unmarked_figures.is_empty() {
         bail!(
             "{} figures are neither checked nor marked as measured: {}",
-            failing_unmarked.len(),
-            failing_unmarked
+            unmarked_figures.len(),
+            unmarked_figures
                 .iter()
                 .map(|u| format!("{}:{} {}", u.file, u.line, u.figure))
                 .collect::<Vec<_>>()
@@ -255,10 +272,14 @@ impl Checker {
             let computed = self
                 .compute(item, sources)
                 .with_context(|| format!("{file}:{number}: {item}"))?;
+            let from_plan = sources.iter().any(|(name, command)| {
+                command.starts_with("plan ") && item.contains(&format!("{name}."))
+            });
             figures.push(Figure {
                 file: file.to_string(),
                 line: number,
                 index,
+                from_plan,
                 item: item.clone(),
                 documented: documented.clone(),
                 computed: shown_as(computed, documented),
@@ -458,10 +479,8 @@ fn numbers_and_units(line: &str) -> Vec<(String, bool)> {
     found
 }
 
-/// Pages whose unchecked figures are not yet all marked as measurements: `vramlab docs` lists
-/// them, `--check` does not fail on them yet. Every other page must mark each section whose
-/// figures it does not check.
-const NOT_YET_AUDITED: &[&str] = &[];
+/// The adapter the pages' plans model (lavapipe, CI's).
+const DOCUMENTED_ADAPTER: &str = "llvmpipe";
 
 /// A figure with a unit that no check covers, in a section without a measurement marker.
 pub struct Unmarked {
@@ -594,6 +613,7 @@ mod tests {
             file: "p.md".into(),
             line: 4,
             index: 0,
+            from_plan: false,
             item: "catalog.claims".into(),
             documented: "3".into(),
             computed: "3".into(),
