@@ -4,13 +4,14 @@
 //! Dependencies run one way: `phase`, `outcome` and `table` (plain types: a user's CSV table)
 //! under `error` under `config`;
 //! `data`, `device`, `models` and `memory` above them; `strategies` above those; `train` and
-//! the searches (`plan`, `finder`, `suggest`, `claims`) on top.
+//! the searches (`plan`, `estimate_check`, `finder`, `suggest`, `claims`) on top.
 
 pub mod claims;
 pub mod config;
 pub mod data;
 pub mod device;
 pub mod error;
+pub mod estimate_check;
 pub mod families;
 pub mod finder;
 pub mod fused;

@@ -4,6 +4,8 @@ mod categories;
 mod checkpointing;
 mod cli;
 mod config_errors;
+mod docs_figures;
+mod estimates;
 mod families;
 mod finder;
 mod finetune;

@@ -11,7 +11,7 @@ use crate::data_preview::DataPreview;
 use crate::editor::Editor;
 use crate::finder_panel::FinderPanel;
 use crate::format::mib;
-use crate::lessons::{LessonsPanel, LessonsRunning, shared_verdicts};
+use crate::lessons::{LessonsPanel, LessonsRunning};
 use crate::results::{Comparison, SummaryCard};
 use crate::run_charts::Charts;
 use crate::run_controls::RunControls;
@@ -24,17 +24,14 @@ use crate::url_state;
 #[component]
 pub fn App() -> impl IntoView {
     let from_url = url_state::parse(&url_state::current_hash());
+    // The hash's refusals (preset, fields, the lessons table) come as one note naming them all.
+    let url_note = RwSignal::new(from_url.note());
+    let shared_lessons = from_url.lessons;
     let editor = Editor {
         preset: RwSignal::new(from_url.preset),
         config: RwSignal::new(from_url.config),
         refused: RwSignal::new(None),
     };
-    let (shared_lessons, lessons_note) = match from_url.lessons.as_deref().map(shared_verdicts) {
-        Some(Ok(verdicts)) => (Some(verdicts), None),
-        Some(Err(note)) => (None, Some(note)),
-        None => (None, None),
-    };
-    let url_note = RwSignal::new(from_url.note.or(lessons_note));
     let session = Session::new();
     provide_context(session);
     let lessons_running = RwSignal::new(false);

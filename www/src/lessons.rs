@@ -10,7 +10,6 @@ use vramlab::engine::claims::{
     Bench, Measure, Outcome, Report, Row, Verdict, run_claim, side_config,
 };
 use vramlab::engine::link::verdicts::letter;
-pub use vramlab::engine::link::verdicts::shared_verdicts;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::train::{InProcess, RunOutcome, Runner};
 use vramlab::engine::{EngineError, Gpu, RunConfig, Timeline};

@@ -55,6 +55,20 @@ pub enum Command {
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
+    /// The figures README.md and docs/ print that the code computes (plans, parameter counts,
+    /// estimates, counts of claims), recomputed beside what the pages say; with --check, exits
+    /// 1 naming each figure that differs.
+    Docs(DocsArgs),
+}
+
+#[derive(Args, Debug, Default)]
+pub struct DocsArgs {
+    /// Exit 1 when a documented figure differs from the computed one (print only those).
+    #[arg(long)]
+    pub check: bool,
+    /// The pages to read (default: README.md and docs/*.md of the current directory).
+    #[arg(value_name = "FILE.md")]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -156,7 +170,8 @@ pub struct TrainArgs {
     /// When to read the allocator: after each phase, or once per step (cheaper).
     #[arg(long, value_enum)]
     pub sampling: Option<SamplingArg>,
-    /// Write timeline.json, timeline.csv and memory.svg into this directory.
+    /// Write timeline.json, timeline.csv, memory.svg, categories.svg and one-step.svg into
+    /// this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the summary as one JSON object on stdout instead of a table.

@@ -2,13 +2,13 @@
 //! of sizes for each model family. Each config is planned on the planning device (its first two
 //! steps and its evaluation under a dry run); the second step's measured categories, the
 //! evaluation's high-water mark and the plan's are set beside what `memory::analytic` predicts
-//! for them. A benchmark that prints ratios, not a test: it is
-//! where the analytic model's misses are found.
+//! for them (`engine::estimate_check`, which the suite holds for small shapes). A benchmark that
+//! prints ratios, not a test: it is where the analytic model's misses are found.
 
-use vramlab::engine::memory::{Categories, predict};
+use vramlab::engine::Gpu;
+use vramlab::engine::estimate_check::{TOLERANCE, against_plan};
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
-use vramlab::engine::{self, Gpu};
 
 use crate::report::size;
 
@@ -16,7 +16,7 @@ use crate::report::size;
 /// The model was fitted to the first twelve; the rest check it at sizes it was not fitted to.
 /// No tensor in it is over the planning device's largest binding (a plan leaves those out and
 /// names them; at eval batch 512 the width-256 transformer's scores would be 4 GiB).
-const GRID: &[(&str, &str, &str)] = &[
+pub const GRID: &[(&str, &str, &str)] = &[
     ("mlp", "spiral-mlp", ""),
     (
         "mlp",
@@ -191,13 +191,6 @@ const GRID: &[(&str, &str, &str)] = &[
 /// Printed after a figure off by more than the tolerance.
 const OFF: &str = "  <- off";
 
-/// A predicted figure within this share of the planned one counts as agreeing.
-const TOLERANCE: f64 = 0.10;
-
-/// Planned figures below this are printed but not compared: the check points' differences carry
-/// a few KiB of the step's own scalars (a frozen body's gradient reads 64 B for 2 KiB).
-const SMALLEST_COMPARED: u64 = 64 << 10;
-
 /// The grid's rows, or those of the `only` families.
 pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
     println!(
@@ -209,60 +202,23 @@ pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
         .iter()
         .filter(|(family, _, _)| only.is_empty() || only.iter().any(|f| f == family));
     for (family, name, sets) in chosen {
-        let mut config = apply_overrides(preset(name)?, sets.split_whitespace())?;
-        config.steps = 2;
-        config.eval_every = 0;
-        let predicted = predict(&config);
-        let timeline = pollster::block_on(engine::plan::follow(config, gpu, &mut |_| {}))?;
-        let second = &timeline.steps[1];
-        let planned: Categories = second
-            .categories
-            .ok_or_else(|| anyhow::anyhow!("{name}: a plan reads every check point"))?;
-        // The gradients as read after backward: the stacked category is cut at the high-water
-        // mark, which backward reaches before every gradient exists when activations dominate
-        // (GPT-2 small), or which a frozen body's few gradients come after.
-        let gradients = second
-            .category_sizes
-            .ok_or_else(|| anyhow::anyhow!("{name}: a plan reads every check point"))?
-            .gradient;
+        let config = apply_overrides(preset(name)?, sets.split_whitespace())?;
+        let figures = pollster::block_on(against_plan(config, gpu))?;
         let label = format!("{name} {sets}");
-        let rows = [
-            ("parameter", predicted.params, planned.parameter),
-            (
-                "optimizer_state",
-                predicted.optimizer_state,
-                planned.optimizer_state,
-            ),
-            ("activation", predicted.activations, planned.activation),
-            ("gradient", predicted.grads, gradients),
-            (
-                "eval",
-                predicted.params + predicted.optimizer_state + predicted.eval_batch,
-                timeline
-                    .evals
-                    .last()
-                    .map_or(0, |eval| eval.high_water.in_use_bytes),
-            ),
-            (
-                "peak",
-                predicted.peak,
-                timeline.summary.high_water_in_use_bytes,
-            ),
-        ];
-        for (category, predicted, planned) in rows {
-            let ratio = predicted as f64 / planned.max(1) as f64;
-            let compares = planned >= SMALLEST_COMPARED;
-            if compares {
+        for figure in figures {
+            if figure.compared() {
                 compared += 1;
-                agree += usize::from((ratio - 1.0).abs() <= TOLERANCE);
+                agree += usize::from(figure.agrees());
             }
             println!(
-                "{family:<12} {label:<58.58} {category:<16} {:>11} {:>11} {ratio:>6.2}{}",
-                size(predicted),
-                size(planned),
-                if !compares {
+                "{family:<12} {label:<58.58} {:<16} {:>11} {:>11} {:>6.2}{}",
+                figure.category,
+                size(figure.predicted),
+                size(figure.planned),
+                figure.ratio(),
+                if !figure.compared() {
                     "  (too small to compare)"
-                } else if (ratio - 1.0).abs() > TOLERANCE {
+                } else if !figure.agrees() {
                     OFF
                 } else {
                     ""

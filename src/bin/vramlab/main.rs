@@ -6,6 +6,7 @@ mod bench;
 mod bench_analytic;
 mod bench_attention;
 mod claims;
+mod docs_check;
 mod exit;
 mod files;
 mod find_batch;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
             bench_attention::run(args.plans || both, args.steps || both)
         }
         Some(Command::Claims(args)) => claims_report(&args),
+        Some(Command::Docs(args)) => docs_check::run(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args),
         Some(Command::Soak(args)) => soak::run(&args),
         Some(Command::FindBatch(args)) => find_batch(&args),

@@ -5,30 +5,42 @@
 use serde_json::Value;
 
 use crate::engine::RunConfig;
+use crate::engine::claims::Verdict;
+use crate::engine::link::verdicts::shared_verdicts;
 use crate::engine::overrides::apply_override;
 use crate::engine::presets::{DEFAULT_PRESET, preset};
 
-/// A config read from the URL, and a note when part of the URL was refused.
+/// A config read from the URL, and every part of the URL that was refused.
 #[derive(Debug)]
 pub struct FromUrl {
     pub preset: String,
     pub config: RunConfig,
-    pub note: Option<String>,
-    /// A shared table of lesson verdicts (`lessons=`), not part of the configuration.
-    pub lessons: Option<String>,
+    /// Each refused part, in the URL's order, saying why: an unknown preset, each refused field,
+    /// a lessons table that is not one, parts past [`MAX_PARTS`]. Empty when all was read.
+    pub refused: Vec<String>,
+    /// A shared table of lesson verdicts (`lessons=`), not part of the configuration; `None`
+    /// when the URL carries none or carries one that was refused.
+    pub lessons: Option<Vec<Option<Verdict>>>,
+}
+
+impl FromUrl {
+    /// One line naming every refused part, for the page to show; `None` when all was read.
+    pub fn note(&self) -> Option<String> {
+        (!self.refused.is_empty()).then(|| format!("URL: {}", self.refused.join("; ")))
+    }
 }
 
 /// Parts of a hash read at most: a config has under 50 fields, and each part costs a pass over
 /// the whole config (found by `vramlab fuzz`: a 1 MiB hash of `&batch_size=1` took seconds).
 pub const MAX_PARTS: usize = 256;
 
-/// Read `hash` (with or without its `#`). Unknown presets and refused fields fall back to the
-/// preset's defaults, and the note says which field and why.
+/// Read `hash` (with or without its `#`). An unknown preset falls back to the default preset and
+/// a refused field to the preset's value; `refused` names each of them and why, together.
 pub fn parse(hash: &str) -> FromUrl {
     let hash = hash.trim_start_matches('#');
     let mut name = DEFAULT_PRESET.to_string();
     let mut sets = Vec::new();
-    let mut lessons = None;
+    let mut letters = None;
     let mut parts = hash.split('&').filter(|p| !p.is_empty());
     for part in parts.by_ref().take(MAX_PARTS) {
         // As the browser's decodeURIComponent would, keeping the text as it is where that
@@ -36,40 +48,41 @@ pub fn parse(hash: &str) -> FromUrl {
         let part = decode(part).unwrap_or_else(|| part.to_string());
         match part.split_once('=') {
             Some(("preset", value)) => name = value.to_string(),
-            Some(("lessons", value)) => lessons = Some(value.to_string()),
+            Some(("lessons", value)) => letters = Some(value.to_string()),
             _ => sets.push(part),
         }
     }
-    let unread = parts.count();
-    let (name, base, mut note) = match preset(&name) {
-        Ok(config) if unread > 0 => (
-            name,
-            config,
-            Some(format!(
-                "URL: {} parts; only the first {MAX_PARTS} were read",
-                MAX_PARTS + unread
-            )),
-        ),
-        Ok(config) => (name, config, None),
-        Err(err) => (
-            DEFAULT_PRESET.to_string(),
-            preset(DEFAULT_PRESET).expect("the default preset exists"),
-            Some(format!("URL: {err}; using {DEFAULT_PRESET}")),
-        ),
+    let mut refused = Vec::new();
+    let (name, mut config) = match preset(&name) {
+        Ok(config) => (name, config),
+        Err(err) => {
+            refused.push(format!("{err}; using {DEFAULT_PRESET}"));
+            let default = preset(DEFAULT_PRESET).expect("the default preset exists");
+            (DEFAULT_PRESET.to_string(), default)
+        }
     };
-    let mut config = base;
     for set in &sets {
         match apply_override(&config, set).and_then(|c| c.validate().map(|()| c)) {
             Ok(next) => config = next,
-            Err(err) => {
-                note = Some(format!("URL: {err}; that field keeps its default"));
-            }
+            Err(err) => refused.push(format!("{err}; that field keeps its default")),
         }
+    }
+    let lessons = letters.and_then(|letters| {
+        shared_verdicts(&letters)
+            .map_err(|why| refused.push(why))
+            .ok()
+    });
+    let unread = parts.count();
+    if unread > 0 {
+        refused.push(format!(
+            "{} parts; only the first {MAX_PARTS} were read",
+            MAX_PARTS + unread
+        ));
     }
     FromUrl {
         preset: name,
         config,
-        note,
+        refused,
         lessons,
     }
 }
@@ -184,6 +197,7 @@ pub fn decode(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::strategies::catalog;
 
     #[test]
     fn decodes_as_the_browser_does() {
@@ -211,7 +225,7 @@ mod tests {
         config.name = "a & b = c".into();
         let from = parse(&render("digits-cnn", &config));
         assert_eq!(from.preset, "digits-cnn");
-        assert_eq!(from.note, None);
+        assert_eq!(from.note(), None);
         assert_eq!(from.config, config);
     }
 
@@ -221,17 +235,55 @@ mod tests {
         let from = parse(&hash);
         assert_eq!(from.preset, "digits-cnn");
         assert_eq!(from.config.batch_size, 7);
-        let note = from.note.unwrap();
+        let note = from.note().unwrap();
         assert!(note.contains("100001 parts; only the first 256"), "{note}");
     }
 
     #[test]
-    fn a_refused_field_keeps_its_default_and_is_named() {
-        let from = parse("#preset=nope&batch_size=0&lessons=hh");
+    fn an_unknown_preset_and_every_refused_field_are_named_together() {
+        let from = parse("#preset=nope&batch_size=0&steps=7&optimizer=sgdx&lessons=hh");
         assert_eq!(from.preset, DEFAULT_PRESET);
-        assert_eq!(from.config, preset(DEFAULT_PRESET).unwrap());
-        let note = from.note.unwrap();
-        assert!(note.contains("batch_size"), "{note}");
-        assert_eq!(from.lessons.as_deref(), Some("hh"));
+        let mut expected = preset(DEFAULT_PRESET).unwrap();
+        expected.steps = 7;
+        assert_eq!(from.config, expected, "the accepted field is kept");
+        assert_eq!(from.lessons, None);
+        assert_eq!(from.refused.len(), 4, "{:?}", from.refused);
+        let [preset_why, batch_why, optimizer_why, lessons_why] = &from.refused[..] else {
+            unreachable!()
+        };
+        assert!(
+            preset_why.contains("unknown preset \"nope\""),
+            "{preset_why}"
+        );
+        assert!(
+            preset_why.ends_with(&format!("using {DEFAULT_PRESET}")),
+            "{preset_why}"
+        );
+        assert!(batch_why.contains("batch_size"), "{batch_why}");
+        assert!(
+            optimizer_why.contains("optimizer") && optimizer_why.contains("sgdx"),
+            "{optimizer_why}"
+        );
+        assert!(lessons_why.contains("lessons must be"), "{lessons_why}");
+        let note = from.note().unwrap();
+        for why in &from.refused {
+            assert!(note.contains(why.as_str()), "{note} names {why}");
+        }
+    }
+
+    #[test]
+    fn a_good_lessons_table_is_read_beside_a_refused_field() {
+        let letters = "h".repeat(catalog::claims().count());
+        let from = parse(&format!("#batch_size=0&lessons={letters}"));
+        assert_eq!(from.lessons.map(|v| v.len()), Some(letters.len()));
+        assert_eq!(from.refused.len(), 1, "{:?}", from.refused);
+        assert!(from.refused[0].contains("batch_size"), "{:?}", from.refused);
+    }
+
+    #[test]
+    fn a_url_read_whole_refuses_nothing() {
+        let from = parse("#preset=digits-cnn&batch_size=64");
+        assert!(from.refused.is_empty(), "{:?}", from.refused);
+        assert_eq!(from.note(), None);
     }
 }

@@ -372,8 +372,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     // are freed, so the high-water mark is the larger of the two beside the activations. From
     // the second micro-batch on, the accumulated gradients are alive throughout.
     // Backward itself begins at the loss, whose gradient and softmax temporaries take two and a
-    // half logit-sized tensors in plans: 1.9 GiB for GPT-2 small's 50k-word vocabulary at
-    // batch 8, nothing to speak of for a few classes.
+    // half logit-sized tensors in plans: 2.5 x 1.53 GiB for GPT-2 small's 50k-word vocabulary
+    // at batch 8 of 1,024 tokens, nothing to speak of for a few classes.
     let accumulated = if k > 1 { grads } else { 0 };
     let loss_backward = match config.strategies.cross_entropy {
         OpPath::Naive => logits_bytes * 5 / 2,

@@ -128,7 +128,7 @@ fn url_hash(bytes: &[u8]) -> bool {
         again.config, from.config,
         "a rendered hash reads back the same"
     );
-    from.note.is_none()
+    from.refused.is_empty()
 }
 
 fn lessons_link(bytes: &[u8]) -> bool {

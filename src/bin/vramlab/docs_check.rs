@@ -1,0 +1,676 @@
+//! `vramlab docs --check`: the figures README.md and docs/ print that the code can compute are
+//! recomputed, and a figure that differs from what the code gives now fails the check, naming
+//! its file, line, the documented and the computed value.
+//!
+//! A page names what computes its figures in HTML comments, which a rendered page hides:
+//!
+//! ```text
+//! <!-- figures gpt2: plan --preset gpt2-small -->
+//! <!-- check: gpt2.params; gpt2.high_water_in_use_bytes GiB; _; gpt2.predicted_peak_bytes/gpt2.high_water_in_use_bytes -->
+//! | GPT-2 small | 124,439,808 parameters | 24.63 GiB at batch 8 | ratio 1.03 |
+//! ```
+//!
+//! `figures NAME: plan ARGS` plans `vramlab plan ARGS` (parsed by the binary's own flags) on the
+//! planning device, so its figures depend on the config and the adapter that device models
+//! (lavapipe's in CI), not on the machine's memory; `figures NAME: estimate ARGS` is the
+//! analytic model's prediction for the same config (`memory::analytic`, no plan). A figure is a
+//! path into that JSON (`vramlab plan --json` prints a plan's): dotted fields, `[field=value]`
+//! to pick an element of a list. Built in, without a `figures` line: `catalog.claims` (the catalog's
+//! claims), `catalog.strategies`, `grid.configs` (bench-analytic's grid) and `presets.count`.
+//!
+//! `check:` applies to the next line of text, `check "TEXT":` to the next line that contains TEXT
+//! (a table's row, a line inside a paragraph: a comment there would end the table or split the
+//! paragraph): each item, in order, is compared with the next number on that line (numbers in code
+//! spans and glued to a word, as in `f16` or `GPT-2`, are not counted), `_` skips one. An item is a
+//! figure, or two divided (`a/b`), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`,
+//! or `billion` for a count). The computed value is rounded to the documented number's decimals;
+//! thousands separators are ignored.
+//!
+//! Measurements (timings, runs on this machine's GPU) cannot be recomputed here: the pages mark
+//! them "measured DATE on MACHINE" with the command that reproduces them, in a paragraph of the
+//! figure's section that holds "measured", the date and the command in a code span. A figure with
+//! a unit (bytes, time, a ratio) that no check covers, outside such a section, fails the check;
+//! `<!-- given "TEXT": WHY -->` exempts the next line holding TEXT, whose figures are inputs or
+//! limits the code sets (a budget, a cap), with WHY.
+//!
+//! The pages' plans model lavapipe's adapter (CI's): where the planning device models another,
+//! a plan figure that differs is listed and does not fail.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, anyhow, bail};
+use clap::Parser;
+use serde_json::Value;
+use vramlab::engine::memory::predict;
+use vramlab::engine::presets::{PLAN_PRESETS, PRESETS};
+use vramlab::engine::strategies::catalog::{self, CATALOG};
+use vramlab::engine::{Gpu, plan};
+
+use crate::args::{Cli, Command, DocsArgs};
+use crate::bench_analytic;
+
+/// One documented figure and what the code computes for it.
+pub struct Figure {
+    pub file: String,
+    pub line: usize,
+    /// Which number of the line it is, from 0.
+    pub index: usize,
+    /// Whether a plan computes it (so it depends on the adapter the planning device models).
+    pub from_plan: bool,
+    pub item: String,
+    pub documented: String,
+    pub computed: String,
+}
+
+impl Figure {
+    pub fn agrees(&self) -> bool {
+        self.documented.replace(',', "") == self.computed.replace(',', "")
+    }
+}
+
+/// Every checked figure of `args.files` (README.md and docs/*.md when none are given); with
+/// `--check`, an error when any differs.
+pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
+    let files = if args.files.is_empty() {
+        default_files()?
+    } else {
+        args.files.clone()
+    };
+    let mut checker = Checker::default();
+    let mut figures = Vec::new();
+    let mut unmarked_figures = Vec::new();
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let name = file.display().to_string();
+        let page = checker.check_page(&name, &text)?;
+        unmarked_figures.extend(unmarked(&name, &text, &page));
+        figures.extend(page);
+    }
+    for unmarked in &unmarked_figures {
+        println!(
+            "{}:{}: {}: neither checked nor in a section marked \"measured DATE ... `command`\"",
+            unmarked.file, unmarked.line, unmarked.figure
+        );
+    }
+    // The pages' plans model lavapipe's adapter, as CI's planning device does; on another
+    // adapter a plan may differ by its alignment or its kernels, and is reported, not failed.
+    let other_adapter = checker
+        .planner
+        .as_ref()
+        .map(|planner| planner.adapter.name.clone())
+        .filter(|name| !name.contains(DOCUMENTED_ADAPTER));
+    let excused = |f: &Figure| f.from_plan && other_adapter.is_some();
+    let differ: Vec<&Figure> = figures
+        .iter()
+        .filter(|f| !f.agrees())
+        .filter(|f| !excused(f))
+        .collect();
+    if let Some(name) = &other_adapter {
+        println!(
+            "the planning device models {name}, not {DOCUMENTED_ADAPTER} as the pages' plans do: \
+             plan figures that differ are listed, not failed"
+        );
+    }
+    for figure in &figures {
+        if !args.check || !figure.agrees() {
+            println!(
+                "{}:{}: {}: documented {}, computed {}{}",
+                figure.file,
+                figure.line,
+                figure.item,
+                figure.documented,
+                figure.computed,
+                if figure.agrees() { "" } else { "  <- differs" }
+            );
+        }
+    }
+    println!(
+        "{} figures checked in {} files ({} plans and estimates); {} differ; {} unmarked",
+        figures.len(),
+        files.len(),
+        checker.plans.len(),
+        differ.len(),
+        unmarked_figures.len(),
+    );
+    if args.check && !unmarked_figures.is_empty() {
+        bail!(
+            "{} figures are neither checked nor marked as measured: {}",
+            unmarked_figures.len(),
+            unmarked_figures
+                .iter()
+                .map(|u| format!("{}:{} {}", u.file, u.line, u.figure))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    if args.check && !differ.is_empty() {
+        bail!(
+            "{} documented figures differ from what the code computes: {}",
+            differ.len(),
+            differ
+                .iter()
+                .map(|f| format!(
+                    "{}:{} {} (documented {}, computed {})",
+                    f.file, f.line, f.item, f.documented, f.computed
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// README.md and docs/*.md under the current directory (the repository's root).
+fn default_files() -> anyhow::Result<Vec<PathBuf>> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir("docs")
+        .context("docs/ in the current directory: run from the repository's root")?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    let mut files = vec![PathBuf::from("README.md")];
+    files.extend(pages);
+    Ok(files)
+}
+
+/// The plans computed so far, by their command line, so pages that share one plan it once.
+#[derive(Default)]
+struct Checker {
+    plans: HashMap<String, Value>,
+    planner: Option<Gpu>,
+}
+
+impl Checker {
+    fn check_page(&mut self, file: &str, text: &str) -> anyhow::Result<Vec<Figure>> {
+        let at = |line: usize| format!("{file}:{line}");
+        // This page's source names and the commands they stand for.
+        let mut sources: HashMap<String, String> = HashMap::new();
+        // Check lines waiting for their line: where they are, the row they name, their items.
+        let mut pending: Vec<(usize, Option<String>, Vec<String>)> = Vec::new();
+        let mut figures = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let number = index + 1;
+            let trimmed = line.trim();
+            if let Some(rest) = comment(trimmed, "figures") {
+                let (name, command) = rest
+                    .split_once(':')
+                    .ok_or_else(|| anyhow!("{}: expected `figures NAME: plan ARGS`", at(number)))?;
+                sources.insert(name.trim().to_string(), command.trim().to_string());
+                continue;
+            }
+            if let Some(rest) = comment(trimmed, "check") {
+                let (row, items) = check_line(rest).ok_or_else(|| {
+                    anyhow!(
+                        "{}: expected `check: ITEMS` or `check \"ROW\": ITEMS`",
+                        at(number)
+                    )
+                })?;
+                pending.push((number, row, items));
+                continue;
+            }
+            if trimmed.is_empty() || trimmed.starts_with("<!--") {
+                continue;
+            }
+            if trimmed.starts_with('#')
+                && let Some((from, _, _)) = pending.first()
+            {
+                bail!(
+                    "{}: a check line found no line to check before the next heading",
+                    at(*from)
+                );
+            }
+            // The first check line without a row takes this line; a row takes the first that
+            // holds it.
+            let mut taken = Vec::new();
+            let mut unlabelled_taken = false;
+            for (slot, (_, row, _)) in pending.iter().enumerate() {
+                let takes = match row {
+                    Some(row) => trimmed.contains(row.as_str()),
+                    None => !unlabelled_taken,
+                };
+                if takes {
+                    unlabelled_taken |= row.is_none();
+                    taken.push(slot);
+                }
+            }
+            for slot in taken.into_iter().rev() {
+                let (_, _, items) = pending.remove(slot);
+                figures.extend(self.check_line_figures(file, number, line, &items, &sources)?);
+            }
+        }
+        if let Some((from, _, _)) = pending.first() {
+            bail!("{}: a check line found no line to check", at(*from));
+        }
+        figures.sort_by_key(|f| f.line);
+        Ok(figures)
+    }
+
+    /// `items` against the numbers of `line`, in order.
+    fn check_line_figures(
+        &mut self,
+        file: &str,
+        number: usize,
+        line: &str,
+        items: &[String],
+        sources: &HashMap<String, String>,
+    ) -> anyhow::Result<Vec<Figure>> {
+        let numbers = numbers(line);
+        if numbers.len() < items.len() {
+            bail!(
+                "{file}:{number}: {} items to check but {} numbers on the line",
+                items.len(),
+                numbers.len()
+            );
+        }
+        let mut figures = Vec::new();
+        for (index, (item, documented)) in items.iter().zip(&numbers).enumerate() {
+            if item == "_" {
+                continue;
+            }
+            let computed = self
+                .compute(item, sources)
+                .with_context(|| format!("{file}:{number}: {item}"))?;
+            let from_plan = sources.iter().any(|(name, command)| {
+                command.starts_with("plan ") && item.contains(&format!("{name}."))
+            });
+            figures.push(Figure {
+                file: file.to_string(),
+                line: number,
+                index,
+                from_plan,
+                item: item.clone(),
+                documented: documented.clone(),
+                computed: shown_as(computed, documented),
+            });
+        }
+        Ok(figures)
+    }
+
+    /// An item's value: a figure, or two divided, in its unit.
+    fn compute(&mut self, item: &str, sources: &HashMap<String, String>) -> anyhow::Result<f64> {
+        let (expression, unit) = match item.rsplit_once(' ') {
+            Some((expression, unit)) => (expression.trim(), unit_bytes(unit)?),
+            None => (item, 1.0),
+        };
+        let value = match expression.split_once('/') {
+            Some((a, b)) => self.figure(a.trim(), sources)? / self.figure(b.trim(), sources)?,
+            None => self.figure(expression, sources)?,
+        };
+        Ok(value / unit)
+    }
+
+    fn figure(&mut self, path: &str, sources: &HashMap<String, String>) -> anyhow::Result<f64> {
+        let count = |n: usize| Ok(n as f64);
+        match path {
+            "catalog.claims" => return count(catalog::claims().count()),
+            "catalog.strategies" => return count(CATALOG.len()),
+            "grid.configs" => return count(bench_analytic::GRID.len()),
+            "presets.count" => return count(PRESETS.len() + PLAN_PRESETS.len()),
+            _ => {}
+        }
+        let (name, field) = path
+            .split_once('.')
+            .ok_or_else(|| anyhow!("expected SOURCE.FIELD"))?;
+        let command = sources
+            .get(name)
+            .ok_or_else(|| anyhow!("no `figures {name}: ...` line above on this page"))?;
+        let plan = self.plan(command)?;
+        let value = at_path(plan, field).ok_or_else(|| anyhow!("the plan has no {field}"))?;
+        value
+            .as_f64()
+            .ok_or_else(|| anyhow!("{field} is not a number: {value}"))
+    }
+
+    /// The JSON of `command`: `plan ARGS`, what `vramlab plan ARGS --json` prints, or
+    /// `estimate ARGS`, the analytic model's prediction for the config those flags give (no
+    /// plan: cheap for models of billions of parameters).
+    fn plan(&mut self, command: &str) -> anyhow::Result<&Value> {
+        if !self.plans.contains_key(command) {
+            let (kind, flags) = command.split_once(' ').unwrap_or((command, ""));
+            let mut words = vec!["vramlab", "plan"];
+            words.extend(flags.split_whitespace());
+            let cli = Cli::try_parse_from(&words).with_context(|| format!("`{command}`"))?;
+            let Some(Command::Plan(args)) = cli.command else {
+                unreachable!("parsed as `vramlab plan`");
+            };
+            let config = args.resolve()?;
+            let value = match kind {
+                "plan" => {
+                    if self.planner.is_none() {
+                        self.planner = Some(vramlab::engine::device::planner()?);
+                    }
+                    let planner = self.planner.as_ref().expect("started above");
+                    serde_json::to_value(pollster::block_on(plan::plan(&config, planner, |_| {}))?)?
+                }
+                "estimate" => serde_json::to_value(predict(&config))?,
+                other => bail!("`{command}`: {other:?} computes no figures (plan, estimate)"),
+            };
+            self.plans.insert(command.to_string(), value);
+        }
+        Ok(&self.plans[command])
+    }
+}
+
+/// A check line's row (`"| parameters |"`: the next line holding it; none: the next line) and
+/// its items.
+fn check_line(rest: &str) -> Option<(Option<String>, Vec<String>)> {
+    let (row, items) = if let Some(quoted) = rest.strip_prefix('"') {
+        let (row, after) = quoted.split_once('"')?;
+        (Some(row.to_string()), after.trim_start().strip_prefix(':')?)
+    } else {
+        (None, rest.strip_prefix(':')?)
+    };
+    let items = items.split(';').map(|i| i.trim().to_string()).collect();
+    Some((row, items))
+}
+
+/// The text of an HTML comment line `<!-- KEYWORD rest -->`, after the keyword.
+fn comment<'a>(line: &'a str, keyword: &str) -> Option<&'a str> {
+    line.strip_prefix("<!--")?
+        .strip_suffix("-->")?
+        .trim()
+        .strip_prefix(keyword)
+        .map(str::trim)
+}
+
+fn unit_bytes(unit: &str) -> anyhow::Result<f64> {
+    Ok(match unit {
+        "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        // A count in billions, as "0.25 B parameters" reads.
+        "billion" => 1e9,
+        other => bail!("unknown unit {other:?} (B, KiB, MiB, GiB, billion)"),
+    })
+}
+
+/// A field of `value` by a dotted path; `[key=text]` picks the element of a list whose `key` is
+/// `text`.
+fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut here = value;
+    for part in path.split('.') {
+        let (name, pick) = match part.split_once('[') {
+            Some((name, pick)) => (name, Some(pick.strip_suffix(']')?)),
+            None => (part, None),
+        };
+        here = here.get(name)?;
+        if let Some(pick) = pick {
+            let (key, text) = pick.split_once('=')?;
+            here = here
+                .as_array()?
+                .iter()
+                .find(|e| e.get(key).and_then(Value::as_str) == Some(text))?;
+        }
+    }
+    Some(here)
+}
+
+/// The numbers of a line as written (`124,439,808`, `24.63`), outside code spans, skipping
+/// digits glued to a word (`f16`, `GPT-2`, `x2`).
+fn numbers(line: &str) -> Vec<String> {
+    numbers_and_units(line)
+        .into_iter()
+        .map(|(text, _)| text)
+        .collect()
+}
+
+/// Units that make a number a figure a reader would take as measured or computed.
+const UNITS: &[&str] = &[
+    "GiB", "MiB", "KiB", "GB", "MB", "KB", "kB", "B", "ms", "s", "x", "min", "minutes", "seconds",
+    "hours",
+];
+
+/// [`numbers`], each with whether a unit of [`UNITS`] follows it (`24.63 GiB`, `1.03x`).
+fn numbers_and_units(line: &str) -> Vec<(String, bool)> {
+    let mut found = Vec::new();
+    let chars: Vec<char> = line.chars().collect();
+    let mut in_code = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '`' {
+            in_code = !in_code;
+            i += 1;
+            continue;
+        }
+        let glued = i > 0 && (chars[i - 1].is_alphanumeric() || "_-^.".contains(chars[i - 1]));
+        if in_code || !c.is_ascii_digit() || glued {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() {
+            let next = chars.get(i + 1).copied();
+            let after = chars.get(i + 2).copied();
+            match chars[i] {
+                d if d.is_ascii_digit() => i += 1,
+                ',' | '.' if next.is_some_and(|n| n.is_ascii_digit()) => {
+                    // A comma between groups of three, or a decimal point; not a list's comma.
+                    if chars[i] == ','
+                        && !(next.is_some() && after.is_some_and(|a| a.is_ascii_digit()))
+                    {
+                        break;
+                    }
+                    i += 1;
+                }
+                _ => break,
+            }
+        }
+        let text: String = chars[start..i].iter().collect();
+        let rest: String = chars[i..].iter().collect();
+        let ends = |text: &str, unit: &str| {
+            text.strip_prefix(unit)
+                .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric()))
+        };
+        // `0.81x` is a ratio, `2 x L` a product; `7B` a model's size, `7 B` bytes.
+        let unit = UNITS.iter().any(|unit| *unit != "B" && ends(&rest, unit))
+            || rest
+                .strip_prefix(' ')
+                .is_some_and(|spaced| UNITS.iter().any(|unit| *unit != "x" && ends(spaced, unit)));
+        found.push((text, unit));
+        // Skip the rest of a word the number runs into (`8x`, `4kB`): not another number.
+        while i < chars.len() && chars[i].is_alphanumeric() {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// The adapter the pages' plans model (lavapipe, CI's).
+const DOCUMENTED_ADAPTER: &str = "llvmpipe";
+
+/// A figure with a unit that no check covers, in a section without a measurement marker.
+pub struct Unmarked {
+    pub file: String,
+    pub line: usize,
+    pub figure: String,
+}
+
+/// Whether a paragraph marks its section's figures as measured: "measured", a date
+/// (YYYY-MM-DD) and the command that reproduces them in a code span.
+fn measurement_marker(block: &str) -> bool {
+    let dated = block.as_bytes().windows(10).any(|w| {
+        w.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+    });
+    block.to_lowercase().contains("measured") && dated && block.contains('`')
+}
+
+/// The figures of `text` with a unit that `figures` do not check, in sections (a heading to the
+/// next) that hold no measurement marker. Code blocks are commands, not figures; a line after
+/// `<!-- given "TEXT": WHY -->` that holds TEXT states inputs or limits the code sets (a budget,
+/// a cap), not results, and WHY says which.
+fn unmarked(file: &str, text: &str, figures: &[Figure]) -> Vec<Unmarked> {
+    let checked: std::collections::HashSet<(usize, usize)> =
+        figures.iter().map(|f| (f.line, f.index)).collect();
+    let mut found = Vec::new();
+    let mut section = Vec::new();
+    let mut marked = false;
+    let mut block = String::new();
+    let mut fenced = false;
+    let mut given: Vec<String> = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if let Some(rest) = comment(trimmed, "given") {
+            if let Some((Some(row), _)) = check_line(rest) {
+                given.push(row);
+            }
+            continue;
+        }
+        if fenced || trimmed.starts_with("<!--") {
+            continue;
+        }
+        if let Some(slot) = given.iter().position(|row| trimmed.contains(row.as_str())) {
+            given.remove(slot);
+            block.push_str(line);
+            block.push('\n');
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            marked |= measurement_marker(&block);
+            block.clear();
+            if trimmed.starts_with('#') {
+                if !marked {
+                    found.append(&mut section);
+                }
+                section.clear();
+                marked = false;
+            }
+            continue;
+        }
+        block.push_str(line);
+        block.push('\n');
+        for (at, (figure, unit)) in numbers_and_units(line).into_iter().enumerate() {
+            if unit && !checked.contains(&(number, at)) {
+                section.push(Unmarked {
+                    file: file.to_string(),
+                    line: number,
+                    figure,
+                });
+            }
+        }
+    }
+    if !(marked || measurement_marker(&block)) {
+        found.append(&mut section);
+    }
+    found
+}
+
+/// `value` as `documented` shows it: as many decimals, thousands separators where it has them.
+fn shown_as(value: f64, documented: &str) -> String {
+    let decimals = documented.split_once('.').map_or(0, |(_, d)| d.len());
+    let text = format!("{value:.decimals$}");
+    if !documented.contains(',') {
+        return text;
+    }
+    let (whole, fraction) = match text.split_once('.') {
+        Some((w, f)) => (w.to_string(), format!(".{f}")),
+        None => (text.clone(), String::new()),
+    };
+    let digits: Vec<char> = whole.chars().collect();
+    let mut grouped = String::new();
+    for (n, digit) in digits.iter().enumerate() {
+        if n > 0 && (digits.len() - n).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(*digit);
+    }
+    grouped + &fraction
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_numbers_a_reader_sees() {
+        let line = "| `gpt2-small` GPT-2 f16 | 124,439,808 | 24.63 GiB (backward; forward 23.10, \
+                    optimizer 1.85) | 1.03x, 7 |";
+        assert_eq!(
+            numbers(line),
+            ["124,439,808", "24.63", "23.10", "1.85", "1.03", "7"]
+        );
+        assert_eq!(numbers("1,2 and 3, 4"), ["1", "2", "3", "4"]);
+    }
+
+    #[test]
+    fn a_figure_needs_a_check_or_a_measured_section() {
+        let page = "# A\n\n<!-- check: catalog.claims -->\n3 claims in 5 s.\n\n# B\n\nIt took \
+                    7 s (measured 2026-11-25 on lavapipe, `vramlab claims`).\n\n# C\n\n2 GiB, \
+                    measured once.\n\n```sh\nvramlab --budget 4GiB\n```\n\n# D\n\n<!-- given \
+                    \"cap\": the cap the code sets -->\nA cap of 256 MiB.\n";
+        let figures = vec![Figure {
+            file: "p.md".into(),
+            line: 4,
+            index: 0,
+            from_plan: false,
+            item: "catalog.claims".into(),
+            documented: "3".into(),
+            computed: "3".into(),
+        }];
+        let found: Vec<(usize, String)> = unmarked("p.md", page, &figures)
+            .into_iter()
+            .map(|u| (u.line, u.figure))
+            .collect();
+        assert_eq!(found, [(4, "5".to_string()), (12, "2".to_string())]);
+    }
+
+    #[test]
+    fn shows_a_value_as_the_page_does() {
+        assert_eq!(shown_as(124_439_808.0, "124,439,808"), "124,439,808");
+        assert_eq!(shown_as(24.6312, "24.63"), "24.63");
+        assert_eq!(shown_as(23.1, "23.10"), "23.10");
+        assert_eq!(shown_as(28.6, "29"), "29");
+        assert_eq!(shown_as(1234.5, "1,234.5"), "1,234.5");
+    }
+
+    #[test]
+    fn picks_a_field_by_path() {
+        let plan: Value = serde_json::json!({
+            "params": 7,
+            "by_phase": { "forward": 3 },
+            "kept_by_op": [{ "op": "softmax", "bytes": 9 }, { "op": "gelu", "bytes": 5 }],
+        });
+        assert_eq!(at_path(&plan, "params"), Some(&Value::from(7)));
+        assert_eq!(at_path(&plan, "by_phase.forward"), Some(&Value::from(3)));
+        assert_eq!(
+            at_path(&plan, "kept_by_op[op=gelu].bytes"),
+            Some(&Value::from(5))
+        );
+        assert_eq!(at_path(&plan, "kept_by_op[op=nope].bytes"), None);
+    }
+
+    #[test]
+    fn a_built_in_count_is_checked_against_the_line() {
+        let mut checker = Checker::default();
+        let claims = catalog::claims().count();
+        let page = format!(
+            "<!-- check: catalog.claims; _; catalog.claims -->\n<!-- check \"| b\": _; catalog.claims \
+             -->\n\n{claims} claims, 3 ways, {} claims\n| a | 1 |\n| b | 2 | {claims} |\n",
+            claims + 1
+        );
+        let figures = checker.check_page("page.md", &page).unwrap();
+        assert_eq!(figures.len(), 3);
+        assert!(figures[0].agrees());
+        assert!(!figures[1].agrees());
+        assert_eq!(figures[1].line, 4);
+        assert_eq!(figures[1].computed, claims.to_string());
+        assert_eq!(figures[2].line, 6);
+        assert!(figures[2].agrees(), "the row's second number");
+        let missing = checker.check_page(
+            "page.md",
+            "<!-- check: catalog.claims; catalog.claims -->\none 1\n",
+        );
+        assert!(missing.is_err());
+    }
+}
