@@ -5,12 +5,11 @@
 //! for them. A benchmark that prints ratios, not a test: it is
 //! where the analytic model's misses are found.
 
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::memory::{Categories, predict};
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{self, Gpu};
-
-use crate::report::size;
 
 /// The grid: a model family, the preset it starts from, and the `--set` changes that size it.
 /// The model was fitted to the first twelve; the rest check it at sizes it was not fitted to.
@@ -258,8 +257,8 @@ pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
             }
             println!(
                 "{family:<12} {label:<58.58} {category:<16} {:>11} {:>11} {ratio:>6.2}{}",
-                size(predicted),
-                size(planned),
+                ByteFormat::MIB_OR_GIB.of(predicted),
+                ByteFormat::MIB_OR_GIB.of(planned),
                 if !compares {
                     "  (too small to compare)"
                 } else if (ratio - 1.0).abs() > TOLERANCE {
