@@ -1,10 +1,11 @@
 //! The engine: config, data, models, training loop and memory accounting. It knows nothing of
 //! the CLI or the page; both drive it through this API.
 //!
-//! Dependencies run one way: `phase`, `outcome` and `table` (plain types: a user's CSV table)
-//! under `error` under `config`;
-//! `data`, `device`, `models` and `memory` above them; `strategies` above those; `train` and
-//! the searches (`plan`, `estimate_check`, `finder`, `suggest`, `claims`) on top.
+//! Dependencies run one way, in layers: plain values (`format`, `phase`, `plot`, `table`) under
+//! `outcome` under `error` under `config`; `data`, `device`, the presets, `ops` and `models`
+//! above them; `memory`, then `strategies`, then `families`; `train` above those, and what drives
+//! whole runs (`plan`, `estimate_check`, `finder`, `claims`) on top. `tests/suite/imports.rs` holds the engine to
+//! it (its `LAYERS`, with the few imports that go up and why).
 
 pub mod claims;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod estimate_check;
 pub mod families;
 pub mod finder;
+pub mod format;
 pub mod fused;
 pub mod hf_config;
 pub mod link;

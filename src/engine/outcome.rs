@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::format::ByteFormat;
 use crate::engine::phase::Phase;
 
 /// The allocation a budget check followed: what the step had just created.
@@ -97,7 +98,8 @@ pub struct OutOfMemory {
     pub estimated_parameter_bytes: u64,
 }
 
-const MIB: f64 = (1u64 << 20) as f64;
+/// Three decimals: a budget a few KiB short of a run shows in its figures.
+const FIGURE: ByteFormat = ByteFormat::MIB.decimals(3);
 
 impl OutOfMemory {
     /// Whether the live bytes fit and only the pool's pages did not.
@@ -112,7 +114,6 @@ impl OutOfMemory {
 
     /// Where and how much, in one line.
     pub fn headline(&self) -> String {
-        let mib = |bytes: u64| bytes as f64 / MIB;
         let mut line = match self.step {
             Some(step) => format!("out of memory at step {step}, {}", self.phase.name()),
             None => "out of memory while setting up the run".to_string(),
@@ -122,12 +123,11 @@ impl OutOfMemory {
             None => self.site.to_string(),
         };
         line.push_str(&format!(
-            " ({site}): asked {:.3} MiB with {:.3} MiB in use (the pool kept {:.3} MiB); \
-             budget {:.3} MiB",
-            mib(self.asked_bytes),
-            mib(self.in_use_bytes),
-            mib(self.reserved_bytes),
-            mib(self.budget_bytes),
+            " ({site}): asked {} with {} in use (the pool kept {}); budget {}",
+            FIGURE.of(self.asked_bytes),
+            FIGURE.of(self.in_use_bytes),
+            FIGURE.of(self.reserved_bytes),
+            FIGURE.of(self.budget_bytes),
         ));
         if self.live_bytes_fit() {
             line.push_str(
@@ -145,9 +145,9 @@ impl OutOfMemory {
         text.push_str("\nwhat would fit, by the analytic model's estimates:");
         if self.suggestions.is_empty() {
             text.push_str(&format!(
-                "\n  no single change is estimated to fit; the parameters alone are {:.3} MiB: \
-                 a smaller model or a larger budget",
-                self.estimated_parameter_bytes as f64 / MIB
+                "\n  no single change is estimated to fit; the parameters alone are {}: a \
+                 smaller model or a larger budget",
+                FIGURE.of(self.estimated_parameter_bytes)
             ));
         }
         for suggestion in &self.suggestions {
@@ -162,7 +162,7 @@ impl OutOfMemory {
 pub fn field_and_value(suggestion: &Suggestion) -> String {
     let mut text = suggestion.assignments().join(", ");
     match suggestion.estimated_peak_bytes {
-        Some(peak) => text.push_str(&format!(" (estimated peak {:.3} MiB)", peak as f64 / MIB)),
+        Some(peak) => text.push_str(&format!(" (estimated peak {})", FIGURE.of(peak))),
         None => text.push_str(
             " (the live bytes fit; exclusive pages are sized to each allocation; the pools are \
              chosen when the device starts)",

@@ -1,6 +1,8 @@
-//! The page's modules import each other without a circle: a module that needs something from
-//! another never has that other need something back from it. Read from the sources, so a new
-//! `use crate::...` (or a `crate::x::y` path in the code) that closes a loop fails here, naming it.
+//! How modules may import each other, read from the sources so that a new import that breaks
+//! the rule fails here, naming it. The page's modules import each other without a circle (a
+//! module that needs something from another never has that other need something back from it);
+//! the engine's modules sit in layers (`LAYERS`) and import only from their own layer and those
+//! below.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -91,6 +93,35 @@ fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
+/// The names a path starts with, read from just after its prefix: `a::b` names `a`, and
+/// `{a::B, c}` names `a` and `c`.
+fn names_after(rest: &str) -> Vec<String> {
+    let rest = rest.trim_start();
+    let Some(group) = rest.strip_prefix('{') else {
+        let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
+        return if name.is_empty() { vec![] } else { vec![name] };
+    };
+    // The group's top-level items, up to its closing brace.
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut item_start = true;
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => item_start = true,
+            c if item_start && is_ident(c) => {
+                names.push(group[i..].chars().take_while(|&c| is_ident(c)).collect());
+                item_start = false;
+            }
+            c if !c.is_whitespace() => item_start = false,
+            _ => {}
+        }
+    }
+    names
+}
+
 /// The first name after each `crate::` in `code`: `crate::a::b` and `use crate::{a::B, c}` name
 /// `a` (and `c`).
 fn crate_paths(code: &str) -> BTreeSet<String> {
@@ -99,32 +130,38 @@ fn crate_paths(code: &str) -> BTreeSet<String> {
         if code[..at].chars().next_back().is_some_and(is_ident) {
             continue;
         }
-        let rest = code[at + "crate::".len()..].trim_start();
-        if let Some(group) = rest.strip_prefix('{') {
-            // The group's top-level items, up to its closing brace.
-            let mut depth = 0;
-            let mut item_start = true;
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && is_ident(c) => {
-                        let name: String =
-                            group[i..].chars().take_while(|&c| is_ident(c)).collect();
-                        names.insert(name);
-                        item_start = false;
-                    }
-                    c if !c.is_whitespace() => item_start = false,
-                    _ => {}
-                }
-            }
-        } else {
-            let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
-            if !name.is_empty() {
-                names.insert(name);
-            }
+        names.extend(names_after(&code[at + "crate::".len()..]));
+    }
+    names
+}
+
+/// The engine modules that `code`, a file `depth` modules below the engine (`memory.rs` and
+/// `memory/mod.rs` are 1, `memory/meter.rs` is 2), names: through `crate::engine::x`, or through
+/// `super::` repeated `depth` times or more (a `mod tests` inside the file adds one).
+fn engine_paths(code: &str, depth: usize) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::engine::") {
+        if !code[..at].chars().next_back().is_some_and(is_ident) {
+            names.extend(names_after(&code[at + "crate::engine::".len()..]));
+        }
+    }
+    for (at, _) in code.match_indices("super::") {
+        // Only where a chain of them starts.
+        if code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| is_ident(c) || c == ':')
+        {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut ups = 0;
+        while let Some(after) = rest.strip_prefix("super::") {
+            rest = after;
+            ups += 1;
+        }
+        if ups >= depth {
+            names.extend(names_after(rest));
         }
     }
     names
@@ -171,6 +208,176 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     graph
+}
+
+/// Which of the engine's top-level modules each one names, read from the files under `engine`
+/// (a module is `name.rs` or the folder `name/`; `mod.rs`, the engine's root, is left out).
+fn engine_graph(engine: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    // The module a file belongs to, and how many modules below the engine it sits.
+    let place = |path: &Path| -> Option<(String, usize)> {
+        let parts: Vec<&str> = path
+            .strip_prefix(engine)
+            .ok()?
+            .components()
+            .map(|c| c.as_os_str().to_str())
+            .collect::<Option<_>>()?;
+        let depth = parts.len() - usize::from(parts.last() == Some(&"mod.rs"));
+        let module = parts[0].strip_suffix(".rs").unwrap_or(parts[0]);
+        (module != "mod").then(|| (module.to_string(), depth))
+    };
+    let files = rust_files(engine);
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| place(f)).map(|p| p.0).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = modules
+        .iter()
+        .map(|m| (m.clone(), BTreeSet::new()))
+        .collect();
+    for file in &files {
+        let Some((from, depth)) = place(file) else {
+            continue;
+        };
+        let source = std::fs::read_to_string(file).expect("a readable source file");
+        for to in engine_paths(&code_only(&source), depth) {
+            if to != from && modules.contains(&to) {
+                graph.get_mut(&from).expect("every module").insert(to);
+            }
+        }
+    }
+    graph
+}
+
+/// The engine's modules in layers, from the bottom up. A module may import from its own layer
+/// and those below it, never from one above: plain types at the bottom, then the config, what
+/// a run is built from, how memory is read and predicted, the strategies, the model families,
+/// the training loop, and on top the searches and the claims that drive whole runs.
+const LAYERS: &[&[&str]] = &[
+    // Plain values and helpers that name no other engine module.
+    &["format", "phase", "plot", "table"],
+    &["outcome"],
+    &["error"],
+    &["config", "overrides"],
+    &["data", "device"],
+    &["presets", "hf_config"],
+    // What a model is built from: vramlab's autodiff ops, burn modules, the fused WGSL step.
+    &["ops", "models", "fused"],
+    &["memory"],
+    &["strategies", "validate"],
+    &["families"],
+    &["suggest"],
+    &["train"],
+    &["plan", "estimate_check", "finder", "claims"],
+    // The page's URL state, which names claims' verdicts.
+    &["link"],
+];
+
+/// The imports that go up a layer, each with why it stays. The test fails on any other, and on
+/// one of these that is no longer there (so it cannot come back unseen).
+const UPWARD: &[(&str, &str, &str)] = &[
+    (
+        "config",
+        "families",
+        "`ModelKind` is generated from the `families!` list, so that adding a family is one line \
+         there; config re-exports it for `model.kind`",
+    ),
+    (
+        "memory",
+        "strategies",
+        "the analytic model sizes q4/q8 weights by the block format the weight_dtype strategy \
+         stores (`weight_dtype::BlockFormat`)",
+    ),
+    (
+        "memory",
+        "train",
+        "the analytic model sizes 8-bit AdamW's state as the optimizer stores it \
+         (`adamw8bit::state_bytes`)",
+    ),
+];
+
+/// The imports of `graph` that go up a layer of `layers` and are not in `allowed`, as lines;
+/// or the modules that no layer places (each must be placed to be checked).
+fn upward_imports(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    layers: &[&[&str]],
+    allowed: &[(&str, &str, &str)],
+) -> Result<Vec<String>, Vec<String>> {
+    let mut layer_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, layer) in layers.iter().enumerate() {
+        for &module in *layer {
+            layer_of.insert(module, i);
+        }
+    }
+    let unplaced: Vec<String> = graph
+        .keys()
+        .filter(|m| !layer_of.contains_key(m.as_str()))
+        .cloned()
+        .collect();
+    if !unplaced.is_empty() {
+        return Err(unplaced);
+    }
+    let mut upward = Vec::new();
+    for (from, imports) in graph {
+        for to in imports {
+            let (below, above) = (layer_of[from.as_str()], layer_of[to.as_str()]);
+            if above > below && !allowed.iter().any(|&(f, t, _)| f == from && t == to) {
+                upward.push(format!(
+                    "{from} (layer {below}) imports {to} (layer {above})"
+                ));
+            }
+        }
+    }
+    Ok(upward)
+}
+
+#[test]
+fn no_engine_module_imports_one_above_it() {
+    let engine = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/engine"));
+    let graph = engine_graph(engine);
+    assert!(
+        graph.len() >= 20 && graph.values().map(BTreeSet::len).sum::<usize>() >= 50,
+        "src/engine read as {graph:?}: too few modules or imports to be the engine"
+    );
+    for layer in LAYERS {
+        for module in *layer {
+            assert!(
+                graph.contains_key(*module),
+                "LAYERS places `{module}`, which src/engine no longer has"
+            );
+        }
+    }
+    match upward_imports(&graph, LAYERS, UPWARD) {
+        Err(unplaced) => panic!(
+            "src/engine modules in no layer: {unplaced:?}; place each in LAYERS (tests/suite/\
+             imports.rs) above every module it imports"
+        ),
+        Ok(upward) => assert!(
+            upward.is_empty(),
+            "src/engine imports up a layer (see LAYERS in tests/suite/imports.rs; move what is \
+             needed down, or the import up):\n  {}",
+            upward.join("\n  ")
+        ),
+    }
+    for (from, to, why) in UPWARD {
+        assert!(
+            graph[*from].contains(*to),
+            "{from} no longer imports {to} (allowed because {why}): take it out of UPWARD"
+        );
+    }
+    // Peers in a layer may import each other, but not in a circle.
+    let mut peers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for layer in LAYERS {
+        for &module in *layer {
+            let imports = graph[module]
+                .iter()
+                .filter(|to| layer.contains(&to.as_str()))
+                .cloned();
+            peers.insert(module.to_string(), imports.collect());
+        }
+    }
+    if let Some(cycle) = find_cycle(&peers) {
+        panic!(
+            "src/engine imports in a circle within a layer: {}",
+            cycle.join(" -> ")
+        );
+    }
 }
 
 /// A circle of imports in `graph` (its modules in order, the first repeated at the end), if any.
@@ -237,6 +444,43 @@ fn the_import_reader_finds_paths_in_code_and_not_in_comments_or_strings() {
     );
     let found: Vec<String> = crate_paths(&code).into_iter().collect();
     assert_eq!(found, ["a", "c", "e", "h"]);
+
+    // In `memory/meter.rs` (two below the engine) `super::` is `memory`, `super::super::` the
+    // engine; in `memory.rs` one `super::` is the engine.
+    let code = code_only(
+        "use crate::engine::{config::RunConfig, train};\nuse super::sampler;\n\
+         use super::super::device::Gpu;\nlet x = crate::engine::phase::Phase::Forward;\n\
+         // crate::engine::claims\n",
+    );
+    let found: Vec<String> = engine_paths(&code, 2).into_iter().collect();
+    assert_eq!(found, ["config", "device", "phase", "train"]);
+    let found: Vec<String> = engine_paths(&code, 1).into_iter().collect();
+    assert_eq!(found, ["config", "device", "phase", "sampler", "train"]);
+
+    let engine: BTreeMap<String, BTreeSet<String>> = [
+        ("low", vec![]),
+        ("mid", vec!["low"]),
+        ("top", vec!["mid", "low"]),
+    ]
+    .into_iter()
+    .map(|(m, to)| (m.to_string(), to.into_iter().map(String::from).collect()))
+    .collect();
+    let layers: &[&[&str]] = &[&["low"], &["mid"], &["top"]];
+    assert_eq!(upward_imports(&engine, layers, &[]), Ok(vec![]));
+    let mut up = engine.clone();
+    up.get_mut("low").unwrap().insert("top".into());
+    assert_eq!(
+        upward_imports(&up, layers, &[]),
+        Ok(vec!["low (layer 0) imports top (layer 2)".to_string()])
+    );
+    assert_eq!(
+        upward_imports(&up, layers, &[("low", "top", "why")]),
+        Ok(vec![])
+    );
+    assert_eq!(
+        upward_imports(&engine, &[&["low"], &["mid"]], &[]),
+        Err(vec!["top".to_string()])
+    );
 
     let graph: BTreeMap<String, BTreeSet<String>> = [
         ("a", vec!["b"]),

@@ -4,13 +4,13 @@
 use leptos::prelude::*;
 use vramlab::engine::AdapterInfo;
 use vramlab::engine::RunConfig;
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::memory::predict;
 
 use crate::config_panel::{ConfigPanel, TrainingPanel};
 use crate::data_preview::DataPreview;
 use crate::editor::Editor;
 use crate::finder_panel::FinderPanel;
-use crate::format::mib;
 use crate::lessons::{LessonsPanel, LessonsRunning};
 use crate::results::{Comparison, SummaryCard};
 use crate::run_charts::Charts;
@@ -106,7 +106,7 @@ fn AdapterCard(
                         <dt>"GPU"</dt><dd>{if a.name.is_empty() { "(not disclosed by the browser)".to_string() } else { a.name.clone() }}</dd>
                         <dt>"backend"</dt><dd>{a.backend.clone()}</dd>
                         <dt>"shader-f16"</dt><dd id="shader-f16">{if a.shader_f16 { "yes" } else { "no" }}</dd>
-                        <dt>"max buffer"</dt><dd>{format!("{:.0} MiB", mib(a.max_buffer_size))}</dd>
+                        <dt>"max buffer"</dt><dd>{ByteFormat::MIB.decimals(0).of(a.max_buffer_size)}</dd>
                     </dl>
                 }.into_any(),
                 None if no_webgpu.with(Option::is_some) => {
@@ -129,11 +129,11 @@ fn PredictionCard(config: RwSignal<RunConfig>) -> impl IntoView {
                 view! {
                     <dl>
                         <dt>"parameters"</dt><dd id="param-count">{p.param_count}</dd>
-                        <dt>"params"</dt><dd>{format!("{:.2} MiB", mib(p.params))}</dd>
-                        <dt>"gradients"</dt><dd>{format!("{:.2} MiB", mib(p.grads))}</dd>
-                        <dt>"optimizer state"</dt><dd>{format!("{:.2} MiB", mib(p.optimizer_state))}</dd>
-                        <dt>"activations"</dt><dd>{format!("{:.2} MiB", mib(p.activations))}</dd>
-                        <dt>"peak"</dt><dd id="predicted-peak">{format!("{:.2} MiB", mib(p.peak))}</dd>
+                        <dt>"params"</dt><dd>{ByteFormat::MIB.of(p.params)}</dd>
+                        <dt>"gradients"</dt><dd>{ByteFormat::MIB.of(p.grads)}</dd>
+                        <dt>"optimizer state"</dt><dd>{ByteFormat::MIB.of(p.optimizer_state)}</dd>
+                        <dt>"activations"</dt><dd>{ByteFormat::MIB.of(p.activations)}</dd>
+                        <dt>"peak"</dt><dd id="predicted-peak">{ByteFormat::MIB.of(p.peak)}</dd>
                     </dl>
                 }
             }}

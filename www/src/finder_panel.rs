@@ -4,11 +4,12 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use vramlab::engine::finder::{self, Method, Question, Search, Trial};
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::train::{InProcess, RunOutcome, Runner};
 use vramlab::engine::{EngineError, Purpose, RunConfig};
 
 use crate::editor::Editor;
-use crate::format::{mib, out_of_memory_text};
+use crate::format::out_of_memory_text;
 use crate::session::{self, Session};
 
 /// The engine's in-process trials, handing the page back to the browser between them.
@@ -69,8 +70,8 @@ pub fn FinderPanel(editor: Editor) -> impl IntoView {
                     <tr class=if t.fits { "fits" } else { "oom" }>
                         <td>{t.batch}</td>
                         <td>{verdict}</td>
-                        <td>{format!("{:.2}", mib(t.peak_in_use_bytes))}</td>
-                        <td>{format!("{:.2}", mib(t.peak_reserved_bytes))}</td>
+                        <td>{ByteFormat::MIB.number(t.peak_in_use_bytes)}</td>
+                        <td>{ByteFormat::MIB.number(t.peak_reserved_bytes)}</td>
                     </tr>
                 }
             })

@@ -9,6 +9,7 @@ use leptos::task::spawn_local;
 use vramlab::engine::claims::{
     Bench, Measure, Outcome, Report, Row, Verdict, run_claim, side_config,
 };
+use vramlab::engine::format::mib;
 use vramlab::engine::link::verdicts::letter;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry, Metric};
 use vramlab::engine::train::{InProcess, RunOutcome, Runner};
@@ -17,7 +18,6 @@ use vramlab::engine::{EngineError, Gpu, RunConfig, Timeline};
 use crate::browser::{download, scroll_to};
 use crate::charts::{LineChart, Series};
 use crate::editor::Editor;
-use crate::format::mib;
 use crate::session::{Session, now_ms, yield_to_browser};
 
 /// Set while lessons run: the page's own Start waits, since both would share the device.

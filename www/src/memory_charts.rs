@@ -3,6 +3,7 @@
 //! figures under the pointer.
 
 use leptos::prelude::*;
+use vramlab::engine::format::mib;
 use vramlab::engine::memory::{Categories, MemoryPrediction, StepTrace};
 use vramlab::engine::phase::Phase;
 
@@ -10,7 +11,6 @@ use crate::charts::{
     Axis, BOTTOM, H, LEFT, Marker, NO_RUN, Rule, TOP, W, empty_chart, legend_view, marker_view,
     rules_view, ticks_view,
 };
-use crate::format::mib;
 use crate::hover;
 
 /// The categories' colours, in [`Categories::NAMES`] order (the CLI's categories.svg uses the

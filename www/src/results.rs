@@ -2,12 +2,12 @@
 //! pinned, the A/B table beside it with the category that moved most.
 
 use leptos::prelude::*;
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::memory::Categories;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::train::{Summary, Timeline};
 
 use crate::browser::download;
-use crate::format::mib;
 
 /// The most bytes in use over the training steps' phases (the evaluation left out).
 fn training_high_water(summary: &Summary) -> u64 {
@@ -43,8 +43,8 @@ pub fn Comparison(
         let mib_row = |name: &'static str, pick: fn(&Summary) -> u64| {
             (
                 name,
-                format!("{:.2} MiB", mib(pick(&a))),
-                b.as_ref().map(|b| format!("{:.2} MiB", mib(pick(b)))),
+                ByteFormat::MIB.of(pick(&a)),
+                b.as_ref().map(|b| ByteFormat::MIB.of(pick(b))),
                 ratio(pick(&a) as f64, b.as_ref().map(|b| pick(b) as f64)),
             )
         };
@@ -130,13 +130,13 @@ fn category_rows(pinned: Option<Categories>, now: Option<Categories>) -> Option<
             let b = now.map(|now| now.values()[i]);
             let class = if most == Some(i) { "moved-most" } else { "" };
             let change = b.map_or("-".to_string(), |_| {
-                format!("{:+.2} MiB", changes[i] as f64 / 1048576.0)
+                ByteFormat::MIB.signed().of_f64(changes[i] as f64)
             });
             view! {
                 <tr class=class data-category=*name>
                     <td>{format!("  {}", name.replace('_', " "))}</td>
-                    <td>{format!("{:.2} MiB", mib(a))}</td>
-                    <td>{b.map_or("-".to_string(), |b| format!("{:.2} MiB", mib(b)))}</td>
+                    <td>{ByteFormat::MIB.of(a)}</td>
+                    <td>{b.map_or("-".to_string(), |b| ByteFormat::MIB.of(b))}</td>
                     <td>{change}</td>
                 </tr>
             }
@@ -160,11 +160,11 @@ pub fn SummaryCard(timeline: RwSignal<Option<Timeline>>) -> impl IntoView {
                 <section class="panel" id="summary">
                     <h2>"Summary (measured)"</h2>
                     <dl>
-                        <dt title=s.high_water_is.clone()>"high-water in use"</dt><dd id="peak-in-use">{format!("{:.2} MiB", mib(s.high_water_in_use_bytes))}</dd>
-                        <dt>"of which training steps"</dt><dd id="training-high-water">{format!("{:.2} MiB", mib(training_high_water(s)))}</dd>
-                        <dt title=s.high_water_is.clone()>"high-water reserved"</dt><dd>{format!("{:.2} MiB", mib(s.high_water_reserved_bytes))}</dd>
-                        <dt title=s.peak_is.clone()>"largest reading in use"</dt><dd id="largest-reading">{format!("{:.2} MiB", mib(s.peak_in_use_bytes))}</dd>
-                        <dt>"predicted peak (estimate)"</dt><dd>{format!("{:.2} MiB", mib(s.predicted_peak_bytes))}</dd>
+                        <dt title=s.high_water_is.clone()>"high-water in use"</dt><dd id="peak-in-use">{ByteFormat::MIB.of(s.high_water_in_use_bytes)}</dd>
+                        <dt>"of which training steps"</dt><dd id="training-high-water">{ByteFormat::MIB.of(training_high_water(s))}</dd>
+                        <dt title=s.high_water_is.clone()>"high-water reserved"</dt><dd>{ByteFormat::MIB.of(s.high_water_reserved_bytes)}</dd>
+                        <dt title=s.peak_is.clone()>"largest reading in use"</dt><dd id="largest-reading">{ByteFormat::MIB.of(s.peak_in_use_bytes)}</dd>
+                        <dt>"predicted peak (estimate)"</dt><dd>{ByteFormat::MIB.of(s.predicted_peak_bytes)}</dd>
                         <dt>"loss"</dt><dd>{format!("{} -> {}", loss(s.first_loss), loss(s.final_loss))}</dd>
                         <dt>"test accuracy"</dt><dd>{s.eval_accuracy.map_or("-".into(), |a| format!("{:.1}%", a * 100.0))}</dd>
                         <dt title="wall time between awaited loss readbacks, per step: the time the GPU took to finish the work">"ms/step completed"</dt><dd id="completed-ms">{completed(s)}</dd>

@@ -3,12 +3,12 @@
 
 use leptos::prelude::*;
 use vramlab::engine::RunConfig;
+use vramlab::engine::format::mib;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plot::steps_per_second;
 use vramlab::engine::train::{LOSS_READBACK_EVERY, StepRecord};
 
 use crate::charts::{LineChart, Marker, NO_RUN, PhaseBar, PhaseBars, Rule, Series};
-use crate::format::mib;
 use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
 use crate::session::Live;
 

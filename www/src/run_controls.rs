@@ -4,11 +4,11 @@
 use leptos::prelude::*;
 use vramlab::engine::AdapterInfo;
 use vramlab::engine::config::MemoryPool;
+use vramlab::engine::format::mib;
 use vramlab::engine::memory::predict;
 use vramlab::engine::strategies::memory_pool;
 
 use crate::editor::Editor;
-use crate::format::mib;
 use crate::session::{Session, Status};
 use crate::url_state;
 

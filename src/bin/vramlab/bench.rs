@@ -4,9 +4,8 @@
 //! benchmark that prints, not a timed test.
 
 use vramlab::engine::config::MemorySampling;
+use vramlab::engine::format::mib;
 use vramlab::engine::{self, Gpu, RunConfig};
-
-use crate::report::mib;
 
 pub fn sampling_cost(gpu: &Gpu, base: &RunConfig) -> anyhow::Result<()> {
     let mut rows = Vec::new();

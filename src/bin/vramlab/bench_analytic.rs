@@ -7,10 +7,9 @@
 
 use vramlab::engine::Gpu;
 use vramlab::engine::estimate_check::{TOLERANCE, against_plan};
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
-
-use crate::report::size;
 
 /// The grid: a model family, the preset it starts from, and the `--set` changes that size it.
 /// The model was fitted to the first twelve; the rest check it at sizes it was not fitted to.
@@ -213,8 +212,8 @@ pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
             println!(
                 "{family:<12} {label:<58.58} {:<16} {:>11} {:>11} {:>6.2}{}",
                 figure.category,
-                size(figure.predicted),
-                size(figure.planned),
+                ByteFormat::MIB_OR_GIB.of(figure.predicted),
+                ByteFormat::MIB_OR_GIB.of(figure.planned),
                 figure.ratio(),
                 if !figure.compared() {
                     "  (too small to compare)"

@@ -10,11 +10,10 @@
 //!
 //! A benchmark that prints, not a timed test.
 
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{self, RunConfig};
-
-use crate::report::size;
 
 /// Tokens per batch in the plans (GPT-2 small's preset: batch 8 of 1,024).
 const PLAN_TOKENS: usize = 8192;
@@ -82,9 +81,9 @@ fn plan_growth() -> anyhow::Result<()> {
         let (naive_0, fused_0) = *first.get_or_insert((naive, fused));
         println!(
             "{length:>9} {batch:>6} {:>14} {:>7.2}x {:>14} {:>7.2}x {:>11.2}x",
-            size(naive),
+            ByteFormat::MIB_OR_GIB.of(naive),
             naive as f64 / naive_0 as f64,
-            size(fused),
+            ByteFormat::MIB_OR_GIB.of(fused),
             fused as f64 / fused_0 as f64,
             fused as f64 / naive as f64,
         );

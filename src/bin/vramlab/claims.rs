@@ -14,9 +14,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::ConfigError;
 use vramlab::engine::claims::{Bench, Report, run_claim};
 use vramlab::engine::config::DataConfig;
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry};
 
-use crate::report::mib;
 use crate::subprocess::Subprocess;
 
 /// Run every claim of the catalog (or those about the `only` fields, and of those the ones whose
@@ -96,7 +96,7 @@ fn ratio(off: Option<f64>, on: Option<f64>) -> String {
 }
 
 fn mib_pair(off: Option<u64>, on: Option<u64>) -> String {
-    let show = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", mib(b)));
+    let show = |b: Option<u64>| b.map_or("-".into(), |b| ByteFormat::MIB.number(b));
     format!(
         "{} / {} ({})",
         show(off),

@@ -7,10 +7,9 @@ use std::path::Path;
 use anyhow::Context;
 use plotters::prelude::*;
 use vramlab::engine::Timeline;
+use vramlab::engine::format::mib;
 use vramlab::engine::memory::Categories;
 use vramlab::engine::phase::Phase;
-
-use crate::report::mib;
 
 pub fn write_all(dir: &Path, timeline: &Timeline) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -5,10 +5,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::finder::{self, Method, Question, Search, Trial};
 use vramlab::engine::{ConfigError, Gpu, Purpose, RunConfig};
 
+use vramlab::engine::format::{ByteFormat, mib};
 use vramlab::engine::memory::largest;
 
 use crate::args::{FindArgs, MethodArg};
-use crate::report::{self, mib};
+use crate::report;
 use crate::subprocess::Subprocess;
 
 fn method(arg: MethodArg) -> Method {
@@ -92,7 +93,7 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
                 format!(
                     "above batch {most} a tensor outgrows the largest binding a device states \
                      ({}): plans stop there; the budget may hold more",
-                    report::size(gpu.adapter.max_binding_size)
+                    ByteFormat::MIB_OR_GIB.of(gpu.adapter.max_binding_size)
                 ),
             )),
             ..question
@@ -140,7 +141,10 @@ fn compare_plans_and_runs(question: &Question, json: bool) -> anyhow::Result<()>
         );
         return Ok(());
     }
-    println!("budget {}", report::size(question.budget_bytes));
+    println!(
+        "budget {}",
+        ByteFormat::MIB_OR_GIB.of(question.budget_bytes)
+    );
     println!(
         "{:<18} {:>8} {:>7} {:>5} {:>9}  notes",
         "trials as", "found", "trials", "OOMs", "seconds"
@@ -178,7 +182,7 @@ fn print_one(found: &Search, budget: u64) {
                 mib(budget),
                 oom.describe(report::as_set_flag)
             ),
-            None => println!("no batch fits {:.2} MiB", mib(budget)),
+            None => println!("no batch fits {}", ByteFormat::MIB.of(budget)),
         },
     }
     if let Some(guess) = found.predicted_batch {

@@ -5,14 +5,13 @@ use vramlab::engine::config::{
     DataConfig, DataKind, InputKind, MixedPrecision, OpPath, Trainable, WeightDtype,
 };
 use vramlab::engine::data::split_sizes;
+use vramlab::engine::format::ByteFormat;
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plan::{self, Checked, PLAN_STEPS, Plan};
 use vramlab::engine::strategies::weight_dtype::QuantizedWeights;
 use vramlab::engine::{Gpu, RunConfig};
-
-use crate::report::size;
 
 pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -59,14 +58,14 @@ fn print_table(plan: &Plan) {
         let listed: Vec<String> = plan
             .oversized
             .iter()
-            .map(|t| format!("{} {}", t.tensor, size(t.bytes)))
+            .map(|t| format!("{} {}", t.tensor, ByteFormat::MIB_OR_GIB.of(t.bytes)))
             .collect();
         println!(
             "INCOMPLETE: {} exceed the largest binding a device can state ({}); the pools \
              refuse such tensors, in a dry run too, so every figure above leaves them out and is \
              a lower bound.",
             listed.join(", "),
-            size(plan.adapter.max_binding_size)
+            ByteFormat::MIB_OR_GIB.of(plan.adapter.max_binding_size)
         );
     }
     println!();
@@ -140,7 +139,7 @@ fn print_header(plan: &Plan) {
     println!(
         "  and none run, pages carved with no memory behind them (bindings up to {}), no losses; \
          {:.1} s",
-        size(plan.adapter.max_binding_size),
+        ByteFormat::MIB_OR_GIB.of(plan.adapter.max_binding_size),
         plan.seconds
     );
 }
@@ -155,7 +154,7 @@ fn print_parameters(plan: &Plan) {
     println!(
         "parameters {:>15}   {} as stored ({})",
         grouped(plan.params),
-        size(plan.weight_bytes),
+        ByteFormat::MIB_OR_GIB.of(plan.weight_bytes),
         s.weight_dtype.name()
     );
     if let Some(q) = &plan.quantized {
@@ -205,10 +204,10 @@ fn print_quantized(plan: &Plan, q: &QuantizedWeights) {
     println!(
         "  {}: {} body weights in {} ({}), {} in {rest_dtype} (embeddings, norms, biases, \
          output{untiled}){adapters}",
-        size(plan.weight_bytes),
+        ByteFormat::MIB_OR_GIB.of(plan.weight_bytes),
         count(q.values),
         q.format.describe(),
-        size(q.packed_bytes + q.scale_bytes),
+        ByteFormat::MIB_OR_GIB.of(q.packed_bytes + q.scale_bytes),
         count(plan.params - q.values),
     );
 }
@@ -228,7 +227,7 @@ fn count(n: u64) -> String {
 }
 
 fn print_memory(plan: &Plan) {
-    let cell = |bytes: Option<u64>| bytes.map_or("-".to_string(), size);
+    let cell = |bytes: Option<u64>| bytes.map_or("-".to_string(), |b| ByteFormat::MIB_OR_GIB.of(b));
     let p = &plan.predicted;
     let estimate = [
         Some(p.params),
@@ -252,11 +251,11 @@ fn print_memory(plan: &Plan) {
             println!(
                 "  {:<22}{:>12}{:>12}{:>12}",
                 name.replace('_', " "),
-                size(mark.values()[i]),
+                ByteFormat::MIB_OR_GIB.of(mark.values()[i]),
                 if i == 5 {
                     "-".into()
                 } else {
-                    size(own.values()[i])
+                    ByteFormat::MIB_OR_GIB.of(own.values()[i])
                 },
                 cell(estimate[i])
             );
@@ -264,9 +263,9 @@ fn print_memory(plan: &Plan) {
         println!(
             "  {:<22}{:>12}{:>12}{:>12}",
             "in use",
-            size(mark.total()),
+            ByteFormat::MIB_OR_GIB.of(mark.total()),
             "",
-            size(plan.predicted_peak_bytes)
+            ByteFormat::MIB_OR_GIB.of(plan.predicted_peak_bytes)
         );
     }
     println!("{:<24}{:>12}{:>12}", "by phase", "in use", "reserved");
@@ -278,15 +277,15 @@ fn print_memory(plan: &Plan) {
         println!(
             "  {:<22}{:>12}{:>12}",
             phase.name(),
-            size(*in_use),
+            ByteFormat::MIB_OR_GIB.of(*in_use),
             cell(reserved)
         );
     }
     println!(
         "  {:<22}{:>12}{:>12}   high-water mark in {peak_phase}",
         "whole plan",
-        size(plan.high_water_in_use_bytes),
-        size(plan.high_water_reserved_bytes)
+        ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes),
+        ByteFormat::MIB_OR_GIB.of(plan.high_water_reserved_bytes)
     );
 }
 
@@ -302,13 +301,13 @@ fn print_kept(plan: &Plan) {
     kept.sort_by_key(|k| std::cmp::Reverse(k.bytes));
     println!(
         "kept for backward by one training forward pass: {}",
-        size(total)
+        ByteFormat::MIB_OR_GIB.of(total)
     );
     for k in kept.iter().take(SHOWN) {
         println!(
             "  {:<58}{:>12} {:>5.1}%",
             k.op.name(),
-            size(k.bytes),
+            ByteFormat::MIB_OR_GIB.of(k.bytes),
             share(k.bytes)
         );
     }
@@ -317,7 +316,7 @@ fn print_kept(plan: &Plan) {
         println!(
             "  {:<58}{:>12} {:>5.1}%",
             format!("{} more ops", kept.len() - SHOWN),
-            size(rest),
+            ByteFormat::MIB_OR_GIB.of(rest),
             share(rest)
         );
     }
@@ -331,9 +330,9 @@ fn print_budget(plan: &Plan) {
     if fits {
         println!(
             "fits {}: {} in use and {} reserved at most, under every check a run makes",
-            size(budget),
-            size(plan.high_water_in_use_bytes),
-            size(plan.high_water_reserved_bytes)
+            ByteFormat::MIB_OR_GIB.of(budget),
+            ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes),
+            ByteFormat::MIB_OR_GIB.of(plan.high_water_reserved_bytes)
         );
         if plan.high_water_reserved_bytes > budget {
             println!(
@@ -343,7 +342,7 @@ fn print_budget(plan: &Plan) {
         }
         return;
     }
-    print!("does not fit {}", size(budget));
+    print!("does not fit {}", ByteFormat::MIB_OR_GIB.of(budget));
     match &plan.out_of_memory {
         Some(oom) => {
             let at = match oom.step {
@@ -352,12 +351,12 @@ fn print_budget(plan: &Plan) {
             };
             let held = match oom.in_use_bytes {
                 0 => String::new(),
-                bytes => format!("{} in use and ", size(bytes)),
+                bytes => format!("{} in use and ", ByteFormat::MIB_OR_GIB.of(bytes)),
             };
             println!(
                 ": a run stops at {at} ({}): {held}{} more asked",
                 oom.site,
-                size(oom.asked_bytes)
+                ByteFormat::MIB_OR_GIB.of(oom.asked_bytes)
             );
         }
         None => println!(),
@@ -366,7 +365,7 @@ fn print_budget(plan: &Plan) {
         println!(
             "no change vramlab knows is estimated to fit (the weights alone take {}): a smaller \
              model or a larger budget",
-            size(plan.weight_bytes)
+            ByteFormat::MIB_OR_GIB.of(plan.weight_bytes)
         );
         return;
     }
@@ -379,8 +378,8 @@ fn print_budget(plan: &Plan) {
                 ..
             } => format!(
                 "fits: {} in use, {} reserved",
-                size(*high_water_in_use_bytes),
-                size(*high_water_reserved_bytes)
+                ByteFormat::MIB_OR_GIB.of(*high_water_in_use_bytes),
+                ByteFormat::MIB_OR_GIB.of(*high_water_reserved_bytes)
             ),
             Checked::DoesNotFit { out_of_memory } => format!(
                 "does not fit: stops at {} ({})",
@@ -426,7 +425,11 @@ fn change(suggestion: &Suggestion, data: &DataConfig) -> String {
         .next()
         .unwrap_or_default();
     match suggestion.estimated_peak_bytes {
-        Some(peak) => format!("{}{tokens} (estimated {})", flags.join(" "), size(peak)),
+        Some(peak) => format!(
+            "{}{tokens} (estimated {})",
+            flags.join(" "),
+            ByteFormat::MIB_OR_GIB.of(peak)
+        ),
         None => format!(
             "{} (the live bytes fit; exclusive pages are sized to each allocation)",
             flags.join(" ")

@@ -2,9 +2,8 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::StepOutcome;
+use vramlab::engine::format::mib;
 use vramlab::engine::phase::Phase;
-
-use crate::report::mib;
 
 pub struct Progress {
     bar: ProgressBar,

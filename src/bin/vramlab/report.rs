@@ -1,24 +1,11 @@
 //! The summary as a table for people, or as one JSON object for programs.
 
 use vramlab::engine::EngineError;
+use vramlab::engine::format::{ByteFormat, mib};
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::train::Summary;
-
-pub fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// Bytes in binary units, MiB below a GiB and GiB from there.
-pub fn size(bytes: u64) -> String {
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-    if bytes as f64 >= GIB {
-        format!("{:.2} GiB", bytes as f64 / GIB)
-    } else {
-        format!("{:.2} MiB", mib(bytes))
-    }
-}
 
 /// An error as the command line words it: an out-of-memory's suggestions as the `--set` that
 /// makes each change.
@@ -37,7 +24,10 @@ pub fn as_set_flag(suggestion: &Suggestion) -> String {
         .collect::<Vec<_>>()
         .join(" ");
     match suggestion.estimated_peak_bytes {
-        Some(peak) => format!("{change} (estimated peak {:.3} MiB)", mib(peak)),
+        Some(peak) => format!(
+            "{change} (estimated peak {})",
+            ByteFormat::MIB.decimals(3).of(peak)
+        ),
         None => format!(
             "{change} (the live bytes fit; exclusive pages are sized to each allocation; a new \
              process starts with them)"
@@ -80,11 +70,11 @@ pub fn print_table(summary: &Summary) {
         ),
         (
             "high-water in use (measured)".into(),
-            format!("{:.2} MiB", mib(summary.high_water_in_use_bytes)),
+            ByteFormat::MIB.of(summary.high_water_in_use_bytes),
         ),
         (
             "high-water reserved (measured)".into(),
-            format!("{:.2} MiB", mib(summary.high_water_reserved_bytes)),
+            ByteFormat::MIB.of(summary.high_water_reserved_bytes),
         ),
         ("high-water read".into(), summary.high_water_is.clone()),
         (
@@ -98,7 +88,7 @@ pub fn print_table(summary: &Summary) {
         ),
         (
             "predicted peak (estimate)".into(),
-            format!("{:.2} MiB", mib(summary.predicted_peak_bytes)),
+            ByteFormat::MIB.of(summary.predicted_peak_bytes),
         ),
         (
             "predicted split (estimate)".into(),
@@ -118,7 +108,7 @@ pub fn print_table(summary: &Summary) {
                     Categories::NAMES
                         .iter()
                         .zip(c.values())
-                        .map(|(name, bytes)| format!("{name} {:.2}", mib(bytes)))
+                        .map(|(name, bytes)| format!("{name} {}", ByteFormat::MIB.number(bytes)))
                         .collect::<Vec<_>>()
                         .join(" / ")
                         + " MiB"
@@ -133,7 +123,9 @@ pub fn print_table(summary: &Summary) {
                 summary
                     .kept_by_op
                     .iter()
-                    .map(|kept| format!("{} {:.2}", kept.op.name(), mib(kept.bytes)))
+                    .map(|kept| {
+                        format!("{} {}", kept.op.name(), ByteFormat::MIB.number(kept.bytes))
+                    })
                     .collect::<Vec<_>>()
                     .join(" / ")
                     + " MiB"
@@ -180,13 +172,13 @@ pub fn print_table(summary: &Summary) {
                 mib(summary.weight_bytes),
                 mib(int8)
             ),
-            None => format!("{:.3} MiB", mib(summary.weight_bytes)),
+            None => ByteFormat::MIB.decimals(3).of(summary.weight_bytes),
         },
     ));
     if summary.leaked_bytes > 0 {
         rows.push((
             "held by loss bookkeeping".into(),
-            format!("{:.2} MiB", mib(summary.leaked_bytes)),
+            ByteFormat::MIB.of(summary.leaked_bytes),
         ));
     }
     for fallback in &summary.fallbacks {
@@ -242,7 +234,11 @@ fn table_rows(summary: &Summary) -> Vec<(String, String)> {
 fn by_phase(bytes: &std::collections::BTreeMap<Phase, u64>) -> String {
     Phase::ALL
         .iter()
-        .filter_map(|p| bytes.get(p).map(|b| format!("{} {:.2}", p.name(), mib(*b))))
+        .filter_map(|p| {
+            bytes
+                .get(p)
+                .map(|b| format!("{} {}", p.name(), ByteFormat::MIB.number(*b)))
+        })
         .collect::<Vec<_>>()
         .join(" / ")
         + " MiB"

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::format::ByteFormat;
 use crate::engine::strategies::catalog::{Bar, Claim, Metric, Part};
 use crate::engine::train::Timeline;
 
@@ -53,10 +54,7 @@ pub(super) fn show(metric: Metric, value: f64) -> String {
         Metric::MsPerStep => format!("{value:.1} ms"),
         Metric::FinalLoss => format!("{value:.4}"),
         Metric::EvalAccuracy => format!("{:.2}%", value * 100.0),
-        _ if value.abs() >= (1u64 << 20) as f64 => {
-            format!("{:.2} MiB", value / (1u64 << 20) as f64)
-        }
-        _ => format!("{:.2} KiB", value / 1024.0),
+        _ => ByteFormat::KIB_OR_MIB.of_f64(value),
     }
 }
 

@@ -212,6 +212,16 @@ mod tests {
         device_per_run: false,
     };
 
+    #[test]
+    fn every_claim_runs_a_valid_config_on_both_sides() {
+        for (entry, claim) in claims() {
+            for sets in [claim.off, claim.on] {
+                side_config(claim, sets, None)
+                    .unwrap_or_else(|err| panic!("{} {sets:?}: {err}", entry.field));
+            }
+        }
+    }
+
     fn refused_on(bench: Bench) -> Vec<(&'static str, &'static str)> {
         claims()
             .filter(|(entry, claim)| cannot_run(entry, claim, bench).is_some())

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::{OpPath, RunConfig};
 use crate::engine::device::{AdapterInfo, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::error::ConfigError;
+use crate::engine::format::ByteFormat;
 use crate::engine::ops::attention;
 
 /// A tensor the config makes, by its shape.
@@ -29,7 +30,7 @@ pub fn oversized(config: &RunConfig, adapter: &AdapterInfo) -> Vec<Oversized> {
 /// cubecl the page) and is left out of a plan's figures: refuse it up front, naming the field
 /// to change.
 pub fn bindable(config: &RunConfig, adapter: &AdapterInfo) -> Result<(), ConfigError> {
-    const MIB: f64 = 1024.0 * 1024.0;
+    let size = |bytes: u64| ByteFormat::MIB.decimals(1).of(bytes);
     let Some(tensor) = oversized(config, adapter).into_iter().next() else {
         return Ok(());
     };
@@ -38,18 +39,18 @@ pub fn bindable(config: &RunConfig, adapter: &AdapterInfo) -> Result<(), ConfigE
         String::new()
     } else {
         format!(
-            ", or `vramlab plan`, whose device binds what Vulkan can state ({:.1} MiB)",
-            PLAN_BINDING_BYTES as f64 / MIB
+            ", or `vramlab plan`, whose device binds what Vulkan can state ({})",
+            size(PLAN_BINDING_BYTES)
         )
     };
     Err(ConfigError::invalid(
         field,
         format!(
-            "the {} would take {:.1} MiB, more than the device binds in one buffer ({:.1} \
-             MiB); a smaller {field}{or_plan}",
+            "the {} would take {}, more than the device binds in one buffer ({}); a smaller \
+             {field}{or_plan}",
             tensor.tensor,
-            tensor.bytes as f64 / MIB,
-            adapter.max_binding_size as f64 / MIB
+            size(tensor.bytes),
+            size(adapter.max_binding_size)
         ),
     ))
 }

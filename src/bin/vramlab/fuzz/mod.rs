@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::ConfigError;
 use vramlab::engine::error::excerpt;
+use vramlab::engine::format::ByteFormat;
 
 use crate::args::FuzzArgs;
 use alloc::Watch;
@@ -302,12 +303,9 @@ fn print_table(rows: &[(&&'static Target, Tally)]) {
     }
 }
 
+/// Host bytes, from a few to a few MiB.
 fn size(bytes: usize) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
+    ByteFormat::B_TO_MIB.of(bytes as u64)
 }
 
 #[cfg(test)]
