@@ -188,6 +188,16 @@ fn fused_llama_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-llama");
 }
 
+#[test]
+fn fused_gemma2_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-gemma2");
+}
+
+#[test]
+fn fused_gemma3_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-gemma3");
+}
+
 /// Gemma's attention: grouped heads, a sliding window and soft-capped scores, fused in small
 /// uneven blocks against the naive path (repeated heads, capped scores, both masks).
 #[test]
