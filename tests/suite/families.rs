@@ -68,3 +68,72 @@ fn qwen3_takes_lora_qlora_and_per_layer_checkpointing() {
     let planner = planner().expect("the planning device");
     Run::plan(qlora, &planner).expect("the QLoRA model builds");
 }
+
+#[test]
+fn the_tiny_gemmas_build_what_their_estimates_count() {
+    let gpu = planner().expect("the planning device");
+    for (name, kind) in [
+        ("sort-gemma2", ModelKind::Gemma2),
+        ("sort-gemma3", ModelKind::Gemma3),
+    ] {
+        let small = config(name, &[]);
+        assert_eq!(small.model.kind, kind);
+        let built = Run::plan(small.clone(), &gpu)
+            .expect("the model builds")
+            .param_counts()
+            .model;
+        assert_eq!(built, predict(&small).param_count, "{name}");
+        // The same llama (heads as wide, the same window and caps) has neither the norms
+        // after each sublayer (2 x 64 a block) nor, for Gemma 3, the per-head norms (2 x 32).
+        let mut llama = small.clone();
+        llama.model.kind = ModelKind::Llama;
+        let per_block = match kind {
+            ModelKind::Gemma3 => 2 * 64 + 2 * 32,
+            _ => 2 * 64,
+        };
+        let llama_built = Run::plan(llama, &gpu)
+            .expect("the llama builds")
+            .param_counts()
+            .model;
+        assert_eq!(llama_built + 2 * per_block, built, "{name}");
+    }
+}
+
+#[test]
+fn the_tiny_gemmas_train_with_falling_loss() {
+    let (_lock, gpu) = gpu();
+    for name in ["sort-gemma2", "sort-gemma3"] {
+        let timeline = run(
+            &gpu,
+            config(name, &["steps=20", "eval_every=0", "batch_size=64"]),
+        );
+        let (first, last) = loss_ends(&timeline, 4);
+        println!("{name}: loss {first:.4} -> {last:.4}");
+        assert!(last < 0.9 * first, "{name}: loss {first} -> {last}");
+    }
+}
+
+#[test]
+fn gemma_takes_lora_qlora_and_per_layer_checkpointing() {
+    let (_lock, gpu) = gpu();
+    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let with = |extra: &[&str]| {
+        let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
+        config("sort-gemma3", &sets)
+    };
+    let timeline = run(&gpu, with(&["strategies.trainable=lora"]));
+    assert!(timeline.summary.trainable_params < timeline.summary.params / 4);
+    let (first, last) = loss_ends(&timeline, 2);
+    println!("sort-gemma3 lora: loss {first:.4} -> {last:.4}");
+    assert!(last < first, "lora: loss {first} -> {last}");
+    let layers = run(&gpu, with(&["strategies.checkpointing=layers"]));
+    let (first, last) = loss_ends(&layers, 2);
+    println!("sort-gemma3 checkpointing layers: loss {first:.4} -> {last:.4}");
+    assert!(last < first, "checkpointing layers: loss {first} -> {last}");
+    let qlora = with(&["strategies.trainable=lora", "strategies.weight_dtype=q4"]);
+    qlora
+        .validate_for(Purpose::Run)
+        .expect("QLoRA on a Gemma 3");
+    let planner = planner().expect("the planning device");
+    Run::plan(qlora, &planner).expect("the QLoRA model builds");
+}

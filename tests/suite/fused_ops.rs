@@ -189,6 +189,83 @@ fn fused_llama_run_follows_the_naive_run() {
 }
 
 #[test]
+fn fused_gemma2_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-gemma2");
+}
+
+#[test]
+fn fused_gemma3_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-gemma3");
+}
+
+/// Gemma's attention: grouped heads, a sliding window and soft-capped scores, fused in small
+/// uneven blocks against the naive path (repeated heads, capped scores, both masks).
+#[test]
+fn windowed_capped_fused_attention_equals_the_naive_path() {
+    let (_lock, gpu) = gpu();
+    let device = gpu.device.clone().autodiff();
+    device.seed(11);
+    let (q_shape, kv_shape) = ([2, 4, 37, 8], [2, 2, 37, 8]);
+    let inputs = [
+        random(q_shape, &device),
+        random(kv_shape, &device),
+        random(kv_shape, &device),
+    ];
+    let upstream = random(q_shape, &device);
+    for (window, cap) in [(6, 0.0), (0, 1.5), (6, 1.5)] {
+        let masking = attention::Masking {
+            window,
+            soft_cap: cap,
+        };
+        let (naive_out, naive_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
+            let (k, v) = (attention::repeat_heads(k, 2), attention::repeat_heads(v, 2));
+            let scores = q.matmul(k.transpose()).div_scalar(8f32.sqrt());
+            let scores = if cap > 0.0 {
+                attention::soft_cap(scores, cap)
+            } else {
+                scores
+            };
+            let scores = attention::mask_future(scores);
+            let scores = match window {
+                0 => scores,
+                w => attention::mask_outside_window(scores, w),
+            };
+            burn::tensor::activation::softmax(scores, 3).matmul(v)
+        });
+        let (fused_out, fused_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
+            attention::fused_grouped_masked_in_blocks(q, k, v, masking, 5)
+        });
+        // The window and the cap change the output: the comparison is not of plain attention.
+        let [q, k, v] = inputs.clone().map(|t| t.inner());
+        let plain = attention::fused_grouped_in_blocks(q, k, v, true, 5);
+        let changed = relative_gap(plain, fused_out.clone());
+        let scale = fused_out.clone().abs().max().into_scalar::<f32>();
+        println!("window {window}, cap {cap}: output scale {scale:.3}, {changed:.2e} from plain");
+        assert!(
+            changed > 1e-3,
+            "window {window}, cap {cap}: changes nothing"
+        );
+        let gap = relative_gap(naive_out, fused_out);
+        println!("window {window}, cap {cap}: output gap {gap:.2e}");
+        assert!(
+            gap < 1e-5,
+            "window {window}, cap {cap}: outputs differ by {gap}"
+        );
+        for (name, (naive, fused)) in ["q", "k", "v"]
+            .iter()
+            .zip(naive_grads.into_iter().zip(fused_grads))
+        {
+            let gap = relative_gap(naive, fused);
+            println!("window {window}, cap {cap}: d{name} gap {gap:.2e}");
+            assert!(
+                gap < 1e-4,
+                "window {window}, cap {cap}: d{name} differs by {gap}"
+            );
+        }
+    }
+}
+
+#[test]
 fn fused_decoder_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-gpt");
 }

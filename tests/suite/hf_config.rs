@@ -37,6 +37,8 @@ fn hf_configs_build_their_published_parameter_counts() {
         ("qwen2-0.5b.json", 494_032_768),
         ("qwen3-0.6b.json", 596_049_920),
         ("qwen3-8b.json", 8_190_735_360),
+        ("gemma-2-2b.json", 2_614_341_888),
+        ("gemma-3-1b.json", 999_885_952),
     ] {
         let config = from_file(file);
         assert_eq!(
@@ -230,4 +232,90 @@ fn the_plan_report_answers_the_fine_tuning_question_on_one_screen() {
         ),
         "{text}"
     );
+}
+
+/// Gemma's files read as the models transformers builds: heads of `head_dim`, a tied output,
+/// the window in the layers the pattern says, Gemma 2's caps (Gemma 3's `null`s turn them off);
+/// and what vramlab does not build refused by the field's name with what it accepts.
+#[test]
+fn gemma_files_read_their_windows_and_caps_and_refuse_what_is_not_modelled() {
+    let text = |file: &str| std::fs::read_to_string(format!("{DIR}/{file}")).unwrap();
+    let two = hf_config::read(&text("gemma-2-2b.json")).unwrap().model;
+    assert_eq!(two.kind.name(), "gemma2");
+    assert_eq!((two.head_dim, two.window, two.global_every), (256, 4096, 2));
+    assert_eq!((two.attn_softcap, two.final_softcap), (50.0, 30.0));
+    assert!(two.tied);
+    let three = hf_config::read(&text("gemma-3-1b.json")).unwrap().model;
+    assert_eq!(three.kind.name(), "gemma3");
+    assert_eq!((three.window, three.global_every), (512, 6));
+    assert_eq!((three.attn_softcap, three.final_softcap), (0.0, 0.0));
+    assert_eq!((three.rope_theta, three.local_rope_theta), (1e6, 1e4));
+    // Gemma 2's caps are on when the file leaves them out (the class default), off at null.
+    let uncapped = text("gemma-2-2b.json").replace(
+        "\"attn_logit_softcapping\": 50.0",
+        "\"attn_logit_softcapping\": null",
+    );
+    assert_eq!(hf_config::read(&uncapped).unwrap().model.attn_softcap, 0.0);
+    // layer_types spells the same pattern out; another arrangement is refused.
+    let layers = |kinds: Vec<&str>| {
+        let list = serde_json::to_string(&kinds).unwrap();
+        text("gemma-3-1b.json").replacen('{', &format!("{{\n  \"layer_types\": {list},"), 1)
+    };
+    let sixth = |i: usize| match (i + 1) % 6 {
+        0 => "full_attention",
+        _ => "sliding_attention",
+    };
+    let spelled = layers((0..26).map(sixth).collect());
+    assert_eq!(hf_config::read(&spelled).unwrap().model.global_every, 6);
+    let mut kinds: Vec<&str> = (0..26).map(sixth).collect();
+    kinds[0] = "full_attention";
+    let err = hf_config::read(&layers(kinds)).unwrap_err().to_string();
+    assert!(
+        err.contains("layer_types") && err.contains("every n-th"),
+        "{err}"
+    );
+    let refusals = [
+        (
+            "gemma-2-2b.json",
+            "\"query_pre_attn_scalar\": 256",
+            "\"query_pre_attn_scalar\": 144",
+            "query_pre_attn_scalar: 144 is not modelled",
+        ),
+        (
+            "gemma-2-2b.json",
+            "\"hidden_activation\": \"gelu_pytorch_tanh\"",
+            "\"hidden_activation\": \"gelu\"",
+            "hidden_activation: \"gelu\" is not modelled; vramlab accepts \"gelu_pytorch_tanh\"",
+        ),
+        (
+            "gemma-3-1b.json",
+            "\"head_dim\": 256,",
+            "",
+            "head_dim: missing",
+        ),
+        (
+            "gemma-3-1b.json",
+            "\"attention_bias\": false",
+            "\"attention_bias\": true",
+            "attention_bias: true is not modelled",
+        ),
+        (
+            "gemma-3-1b.json",
+            "\"use_cache\": true",
+            "\"use_cache\": true, \"use_bidirectional_attention\": true",
+            "use_bidirectional_attention: true is not modelled",
+        ),
+        (
+            "gemma-3-1b.json",
+            "\"use_cache\": true",
+            "\"use_cache\": true, \"attn_logit_softcap\": 50.0",
+            "attn_logit_softcap: not a field vramlab models in a gemma3_text config",
+        ),
+    ];
+    for (file, from, to, expected) in refusals {
+        let changed = text(file).replace(from, to);
+        assert_ne!(changed, text(file), "{from}");
+        let err = hf_config::read(&changed).unwrap_err().to_string();
+        assert!(err.contains(expected), "{file} {to}: {err}");
+    }
 }

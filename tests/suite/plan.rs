@@ -211,6 +211,30 @@ fn layer_checkpointing_plans_exactly() {
     }
 }
 
+/// Gemma's windows, caps, post-norms and GeGLU: plans equal real runs, with naive and fused
+/// attention, per-layer checkpointing and LoRA.
+#[test]
+fn gemma_plans_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    let cases: [(&str, &[&str]); 5] = [
+        ("sort-gemma2", &[]),
+        ("sort-gemma2", &["strategies.attention=fused"]),
+        ("sort-gemma3", &[]),
+        ("sort-gemma3", &["strategies.attention=fused"]),
+        (
+            "sort-gemma3",
+            &[
+                "strategies.checkpointing=layers",
+                "strategies.trainable=lora",
+            ],
+        ),
+    ];
+    for (preset, sets) in cases {
+        plans_exactly(&gpu, &planner, preset, sets, 64);
+    }
+}
+
 #[test]
 fn adamw8bit_plans_exactly() {
     let (_lock, gpu) = gpu();

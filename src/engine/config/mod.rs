@@ -46,6 +46,8 @@ pub mod limits {
     pub const LORA_ALPHA: (f64, f64) = (1e-3, 1e4);
     pub const ROPE_THETA: (f64, f64) = (1.0, 1e9);
     pub const NORM_EPS: (f64, f64) = (1e-12, 1e-2);
+    /// A soft cap on logits (0 in the config: none).
+    pub const SOFTCAP: (f64, f64) = (1e-3, 1e6);
     pub const CHANNELS: (usize, usize) = (1, 512);
     pub const LEARNING_RATE: (f64, f64) = (1e-7, 10.0);
     pub const NOISE: (f64, f64) = (0.0, 1.0);
@@ -315,10 +317,34 @@ pub struct ModelConfig {
     /// `width / heads`. Written out only when set.
     #[serde(skip_serializing_if = "is_zero")]
     pub head_dim: usize,
+    /// Llama: keys a windowed layer's queries see, their own included (Gemma's
+    /// `sliding_window`). 0: every layer attends to all keys before each query. Written out
+    /// only when set, as the fields below.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub window: usize,
+    /// Llama with a window: every `global_every`-th layer attends to all keys (Gemma 2: 2,
+    /// Gemma 3: 6). 0: every layer is windowed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub global_every: usize,
+    /// Llama: the rotary base of windowed layers (Gemma 3's `rope_local_base_freq`). 0:
+    /// `rope_theta`.
+    #[serde(skip_serializing_if = "is_unset")]
+    pub local_rope_theta: f64,
+    /// Llama: attention scores soft-capped at this, `c tanh(s / c)` (Gemma 2's
+    /// `attn_logit_softcapping`). 0: not capped.
+    #[serde(skip_serializing_if = "is_unset")]
+    pub attn_softcap: f64,
+    /// Llama: output logits soft-capped at this (`final_logit_softcapping`). 0: not capped.
+    #[serde(skip_serializing_if = "is_unset")]
+    pub final_softcap: f64,
 }
 
 fn is_zero(value: &usize) -> bool {
     *value == 0
+}
+
+fn is_unset(value: &f64) -> bool {
+    *value == 0.0
 }
 
 impl ModelConfig {
@@ -364,6 +390,11 @@ impl Default for ModelConfig {
             rope_theta: 10_000.0,
             norm_eps: 1e-5,
             head_dim: 0,
+            window: 0,
+            global_every: 0,
+            local_rope_theta: 0.0,
+            attn_softcap: 0.0,
+            final_softcap: 0.0,
         }
     }
 }

@@ -21,8 +21,11 @@ use crate::engine::validate::{attention_sizes, attention_tables, float_in, int_i
 
 /// A Llama-style decoder, and the families built as one with their own switches.
 pub struct Llama {
-    /// RMSNorm over each query and key head before the rotation (Qwen3).
+    /// RMSNorm over each query and key head before the rotation (Qwen3, Gemma 3).
     pub qk_norm: bool,
+    /// Gemma's conventions: `1 + weight` norms, a norm after each sublayer too, GeGLU with
+    /// tanh GELU, embeddings scaled by `sqrt(width)` (`models::LlamaSize::gemma`).
+    pub gemma: bool,
     /// The Hugging Face types the family reads.
     pub hf: &'static [HfType],
     /// The family's own presets: playground runs, then plans.
@@ -32,6 +35,7 @@ pub struct Llama {
 /// Llama itself: Llama, Mistral and Qwen2 files.
 pub const LLAMA: Llama = Llama {
     qk_norm: false,
+    gemma: false,
     hf: &[LLAMA_HF, MISTRAL_HF, QWEN2_HF],
     presets: (&[], &[]),
 };
@@ -76,6 +80,29 @@ impl Family for Llama {
         }
         float_in("model.rope_theta", model.rope_theta, limits::ROPE_THETA)?;
         float_in("model.norm_eps", model.norm_eps, limits::NORM_EPS)?;
+        if model.window != 0 {
+            int_in("model.window", model.window, limits::POSITIONS)?;
+        }
+        int_in(
+            "model.global_every",
+            model.global_every,
+            (0, limits::LAYERS.1),
+        )?;
+        if model.local_rope_theta != 0.0 {
+            float_in(
+                "model.local_rope_theta",
+                model.local_rope_theta,
+                limits::ROPE_THETA,
+            )?;
+        }
+        for (field, cap) in [
+            ("model.attn_softcap", model.attn_softcap),
+            ("model.final_softcap", model.final_softcap),
+        ] {
+            if cap != 0.0 {
+                float_in(field, cap, limits::SOFTCAP)?;
+            }
+        }
         attention_tables(config)
     }
 
@@ -98,6 +125,12 @@ impl Family for Llama {
                 norm_eps: model.norm_eps,
                 attention: config.strategies.attention,
                 recompute: config.strategies.checkpointing == Checkpointing::Layers,
+                gemma: self.gemma,
+                window: model.window,
+                global_every: model.global_every,
+                local_rope_theta: model.local_rope_theta,
+                attn_softcap: model.attn_softcap,
+                final_softcap: model.final_softcap,
             },
             device,
         ))
@@ -110,7 +143,7 @@ impl Family for Llama {
         _classes: usize,
         b: u64,
     ) -> Vec<LayerEstimate> {
-        layers(config, b, self.qk_norm)
+        layers(config, b, self)
     }
 
     /// The transformer's shape (the mask is built with -inf fills, no int tensor; four
@@ -155,14 +188,32 @@ impl Family for Llama {
                 m.head_dim
             ),
         };
+        // Sliding windows and soft caps, where the model has them.
+        let mut extras = String::new();
+        if m.window != 0 {
+            extras += &match m.global_every {
+                0 => format!(", every layer attends through a {}-token window", m.window),
+                n => format!(
+                    ", a {}-token window in every layer but one in {n}",
+                    m.window
+                ),
+            };
+        }
+        if m.attn_softcap != 0.0 {
+            extras += &format!(", attention scores capped at {}", m.attn_softcap);
+        }
+        if m.final_softcap != 0.0 {
+            extras += &format!(", logits capped at {}", m.final_softcap);
+        }
         format!(
-            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, SwiGLU {}, {} tokens, {} \
-             output",
+            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, {} {}, {} tokens, {} \
+             output{extras}",
             m.kind.name(),
             m.layers,
             m.width,
             m.heads,
             m.kv_heads(),
+            if self.gemma { "GeGLU" } else { "SwiGLU" },
             m.ff,
             config.token_rows(),
             if m.tied { "tied" } else { "untied" }
@@ -203,7 +254,15 @@ impl Family for Llama {
 const LLAMA_KEPT_WIDTH: u64 = 8;
 const LLAMA_KEPT_FF: u64 = 5;
 
-fn layers(config: &RunConfig, b: u64, qk_norm: bool) -> Vec<LayerEstimate> {
+/// Gemma's blocks keep, beyond a llama's, per token: the two post-norms' inputs and
+/// normalized inputs, and the tanh GELU's intermediates (its input's cube, the tanh argument
+/// and the tanh); a soft cap keeps its tanh, one more score-sized tensor with naive attention.
+/// Not fitted to plans.
+const GEMMA_KEPT_WIDTH: u64 = 4;
+const GEMMA_KEPT_FF: u64 = 3;
+
+fn layers(config: &RunConfig, b: u64, family: &Llama) -> Vec<LayerEstimate> {
+    let qk_norm = family.qk_norm;
     let m = &config.model;
     let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
     let head_dim = m.head_dim() as u64;
@@ -240,7 +299,22 @@ fn layers(config: &RunConfig, b: u64, qk_norm: bool) -> Vec<LayerEstimate> {
                 0,
             ),
         };
+        let (per_token, scores) = match family.gemma {
+            false => (per_token, scores),
+            true => (
+                per_token + GEMMA_KEPT_WIDTH * d + GEMMA_KEPT_FF * ff,
+                scores
+                    + match (config.strategies.attention, m.attn_softcap != 0.0) {
+                        (OpPath::Naive, true) => heads * length * length,
+                        _ => 0,
+                    },
+            ),
+        };
         let mut tensors = vec![vec![d], vec![d]];
+        if family.gemma {
+            // The norms after attention and after the feed-forward.
+            tensors.extend([vec![d], vec![d]]);
+        }
         if qk_norm {
             tensors.extend([vec![head_dim], vec![head_dim]]);
         }
@@ -270,7 +344,8 @@ fn layers(config: &RunConfig, b: u64, qk_norm: bool) -> Vec<LayerEstimate> {
     }
     // The final norm keeps its input, the normalized input and its output; with a frozen body
     // its input needs no gradient and is not kept.
-    let logits = b * length * tokens * F32;
+    // A soft cap on the logits keeps their tanh too (not fitted to plans).
+    let logits = b * length * tokens * F32 * if m.final_softcap != 0.0 { 2 } else { 1 };
     layers.push(
         LayerEstimate::new(
             format!(
@@ -379,6 +454,8 @@ fn read(family: Reader, fields: &Fields) -> Result<ModelConfig, ConfigError> {
         // head: a file that leaves it out does not say its own shape.
         kv_heads_default: family == Reader::Llama,
         qkv_bias: family == Reader::Qwen2,
+        swiglu: true,
+        tied_default: false,
     };
     let checks = match family {
         Reader::Llama => llama_checks,
@@ -398,6 +475,11 @@ pub(super) struct Style {
     pub kv_heads_default: bool,
     /// Biases on Q, K and V.
     pub qkv_bias: bool,
+    /// The feed-forward is SwiGLU: `hidden_act` must be SiLU (Gemma checks its own).
+    pub swiglu: bool,
+    /// The class ties the output to the token embedding unless the file says otherwise
+    /// (Gemma's; Llama's unties).
+    pub tied_default: bool,
 }
 
 fn no_checks(_: &Fields) -> Result<(), ConfigError> {
@@ -487,12 +569,14 @@ pub(super) fn read_style(
         heads,
         "num_attention_heads",
     )?;
-    fields.one_of(
-        "hidden_act",
-        "silu",
-        &["silu", "swish"],
-        "vramlab's feed-forward is SwiGLU (a SiLU gate times the up projection)",
-    )?;
+    if style.swiglu {
+        fields.one_of(
+            "hidden_act",
+            "silu",
+            &["silu", "swish"],
+            "vramlab's feed-forward is SwiGLU (a SiLU gate times the up projection)",
+        )?;
+    }
     checks(fields)?;
     Ok(ModelConfig {
         kind: style.kind,
@@ -503,7 +587,7 @@ pub(super) fn read_style(
         ff: fields.count("intermediate_size", limits::FF)?,
         vocab: fields.count("vocab_size", limits::MODEL_VOCAB)?,
         positions: fields.count("max_position_embeddings", limits::POSITIONS)?,
-        tied: fields.flag_or("tie_word_embeddings", false)?,
+        tied: fields.flag_or("tie_word_embeddings", style.tied_default)?,
         qkv_bias: style.qkv_bias,
         rope_theta: fields.number_or("rope_theta", 10_000.0, limits::ROPE_THETA)?,
         norm_eps: fields.number_or("rms_norm_eps", 1e-6, limits::NORM_EPS)?,

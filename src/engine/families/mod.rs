@@ -8,6 +8,7 @@
 //! built on), then add one line to the list (the variant, its `model.kind` name, the value).
 
 mod cnn;
+mod gemma;
 mod llama;
 mod mlp;
 mod qwen3;
@@ -173,6 +174,12 @@ families! {
     Llama = "llama" => llama::LLAMA;
     /// Qwen3: the llama with per-head query and key norms and heads of their own width.
     Qwen3 = "qwen3" => qwen3::QWEN3;
+    /// Gemma 2: the llama with Gemma's norms, GeGLU and scaled embeddings, a window in every
+    /// other layer and soft-capped logits.
+    Gemma2 = "gemma2" => gemma::GEMMA2;
+    /// Gemma 3: Gemma 2's blocks with query and key norms and windowed layers of their own
+    /// rotary base.
+    Gemma3 = "gemma3" => gemma::GEMMA3;
 }
 
 impl ModelKind {

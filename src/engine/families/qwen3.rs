@@ -11,6 +11,7 @@ use crate::engine::presets::Preset;
 
 pub const QWEN3: Llama = Llama {
     qk_norm: true,
+    gemma: false,
     hf: &[QWEN3_HF],
     presets: (&[SORT_QWEN3], &[]),
 };
@@ -65,6 +66,8 @@ fn read(fields: &Fields) -> Result<crate::engine::config::ModelConfig, ConfigErr
         own_head_dim: true,
         kv_heads_default: false,
         qkv_bias: false,
+        swiglu: true,
+        tied_default: false,
     };
     read_style(&style, fields, |fields| {
         fields.flag_must_be(

@@ -3,7 +3,11 @@
 //! SwiGLU feed-forward, a final RMSNorm, and an output layer that is the token embedding itself
 //! (`tied`) or a matrix of its own. No biases but Qwen2's on Q, K and V (`qkv_bias`); Qwen3's
 //! RMSNorm over each query and key head (`qk_norm`), and heads of a width of their own
-//! (`head_dim`, not `width / heads`). No dropout, so runs are reproducible.
+//! (`head_dim`, not `width / heads`). Gemma's conventions (`gemma`): RMSNorms that scale by
+//! `1 + weight`, a norm after each sublayer as well as before it, a GeGLU feed-forward (tanh
+//! GELU), embeddings scaled by `sqrt(width)`; and, for any llama that sets them, sliding-window
+//! layers between global ones (`window`, `global_every`, their own rotary base) and
+//! soft-capped attention and output logits. No dropout, so runs are reproducible.
 //!
 //! Attention runs `strategies.attention`'s core: the naive one repeats each key/value head for
 //! its group of query heads, as Hugging Face's eager attention (`repeat_kv`) does, and keeps the
@@ -15,8 +19,8 @@ use burn::module::{Initializer, Module};
 use burn::nn::{
     Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig, SwiGlu, SwiGluConfig,
 };
-use burn::tensor::activation::{silu, softmax};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::activation::{gelu_approximate, silu, softmax};
+use burn::tensor::{DType, Device, Int, Tensor};
 
 use super::block;
 use super::dense::{Parts, dense, matrices_of, params_of};
@@ -48,6 +52,29 @@ pub struct LlamaSize {
     pub attention: OpPath,
     /// Recompute each block in backward (`strategies.checkpointing = layers`).
     pub recompute: bool,
+    /// Gemma's conventions: norms scale by `1 + weight` (initialised at 0), a norm after
+    /// attention and after the feed-forward besides the two before them, GeGLU with tanh GELU
+    /// in place of SwiGLU, token embeddings scaled by `sqrt(width)`.
+    pub gemma: bool,
+    /// Keys a windowed layer's queries see, their own included (0: no window).
+    pub window: usize,
+    /// With a window, every `global_every`-th layer attends to all keys (0: none does).
+    pub global_every: usize,
+    /// The rotary base of windowed layers (Gemma 3's `rope_local_base_freq`; 0: `rope_theta`).
+    pub local_rope_theta: f64,
+    /// Attention scores soft-capped at this (0: not capped).
+    pub attn_softcap: f64,
+    /// Output logits soft-capped at this (0: not capped).
+    pub final_softcap: f64,
+}
+
+impl LlamaSize {
+    /// Whether layer `index` (from 0) attends through a window: all layers with a window but
+    /// every `global_every`-th (Gemma 2: every other, Gemma 3: five in six).
+    pub fn windowed(&self, index: usize) -> bool {
+        self.window > 0
+            && (self.global_every == 0 || !(index + 1).is_multiple_of(self.global_every))
+    }
 }
 
 #[derive(Module, Debug)]
@@ -58,6 +85,8 @@ pub struct Llama {
     /// Untied output (`[width, tokens]`); `None` when the token embedding is the output.
     output: Option<Linear>,
     rope: Rotary,
+    /// Windowed layers' rotary tables, when their base is not `rope_theta`'s.
+    local_rope: Option<Rotary>,
     #[module(skip)]
     heads: usize,
     #[module(skip)]
@@ -69,6 +98,17 @@ pub struct Llama {
     /// `strategies.checkpointing = layers`: each block is one recomputed node.
     #[module(skip)]
     recompute: bool,
+    #[module(skip)]
+    gemma: bool,
+    #[module(skip)]
+    width: usize,
+    /// Each block's window (0: global).
+    #[module(skip)]
+    windows: Vec<usize>,
+    #[module(skip)]
+    attn_softcap: f32,
+    #[module(skip)]
+    final_softcap: f32,
 }
 
 #[derive(Module, Debug)]
@@ -81,10 +121,15 @@ struct Block {
     query_norm: Option<RmsNorm>,
     key_norm: Option<RmsNorm>,
     out: Linear,
+    /// Gemma's norm of the attention's output, before the residual sum; `None` elsewhere.
+    post_attention_norm: Option<RmsNorm>,
     ff_norm: RmsNorm,
-    /// `linear_inner` is the gate (through SiLU), `linear_outer` the up projection.
+    /// `linear_inner` is the gate (through SiLU, or Gemma's tanh GELU), `linear_outer` the up
+    /// projection.
     swiglu: SwiGlu,
     down: Linear,
+    /// Gemma's norm of the feed-forward's output, before the residual sum; `None` elsewhere.
+    post_ff_norm: Option<RmsNorm>,
 }
 
 impl Llama {
@@ -98,12 +143,18 @@ impl Llama {
                 .init(device)
         };
         let norm_of = |width| {
-            RmsNormConfig::new(width)
+            let mut norm = RmsNormConfig::new(width)
                 .with_epsilon(size.norm_eps)
-                .init(device)
+                .init(device);
+            if size.gemma {
+                // Gemma scales by 1 + weight: a weight of 0 starts as the identity scale.
+                norm.gamma = Initializer::Zeros.init([width], device);
+            }
+            norm
         };
         let norm = || norm_of(size.width);
         let head_norm = || size.qk_norm.then(|| norm_of(head_dim));
+        let post_norm = || size.gemma.then(norm);
         let blocks = (0..size.layers)
             .map(|_| Block {
                 attention_norm: norm(),
@@ -113,11 +164,21 @@ impl Llama {
                 query_norm: head_norm(),
                 key_norm: head_norm(),
                 out: linear(q_width, size.width, false),
+                post_attention_norm: post_norm(),
                 ff_norm: norm(),
                 swiglu: SwiGluConfig::new(size.width, size.ff).init(device),
                 down: linear(size.ff, size.width, false),
+                post_ff_norm: post_norm(),
             })
             .collect();
+        let windowed = (0..size.layers).any(|i| size.windowed(i));
+        let local_theta = if size.local_rope_theta > 0.0 {
+            size.local_rope_theta
+        } else {
+            size.rope_theta
+        };
+        let local_rope = (windowed && local_theta != size.rope_theta)
+            .then(|| Rotary::new(size.positions, head_dim, local_theta, device));
         Self {
             // Drawn from N(0, 0.02) as these models' `initializer_range` says: with a tied
             // output, burn's N(0, 1) would start the logits at a scale of sqrt(width).
@@ -131,11 +192,19 @@ impl Llama {
             final_norm: norm(),
             output: (!size.tied).then(|| linear(size.width, size.tokens, false)),
             rope: Rotary::new(size.positions, head_dim, size.rope_theta, device),
+            local_rope,
             heads: size.heads,
             kv_heads: size.kv_heads,
             head_dim,
             attention: size.attention,
             recompute: size.recompute,
+            gemma: size.gemma,
+            width: size.width,
+            windows: (0..size.layers)
+                .map(|i| if size.windowed(i) { size.window } else { 0 })
+                .collect(),
+            attn_softcap: size.attn_softcap as f32,
+            final_softcap: size.final_softcap as f32,
         }
     }
 
@@ -157,11 +226,16 @@ impl Llama {
     /// - output: `[batch, length, tokens]`
     pub fn forward(&self, tokens: Tensor<2, Int>, hook: &mut impl LayerHook) -> Tensor<3> {
         let mut x = self.tokens.forward(tokens);
-        hook.after(Op::Embedding);
-        for weights in &self.blocks {
-            x = block::run(&self.layer(weights), x, self.recompute, hook);
+        if self.gemma {
+            // Gemma scales the embeddings by sqrt(width) (the tied output reads the table as
+            // it is).
+            x = x.mul_scalar((self.width as f32).sqrt());
         }
-        let x = self.final_norm.forward(x);
+        hook.after(Op::Embedding);
+        for (weights, &window) in self.blocks.iter().zip(&self.windows) {
+            x = block::run(&self.layer(weights, window), x, self.recompute, hook);
+        }
+        let x = norm(&self.final_norm, x, self.gemma);
         hook.after(Op::LayerNorm);
         let logits = match &self.output {
             Some(output) => dense(output, x),
@@ -174,21 +248,47 @@ impl Llama {
                     .reshape([batch, length, rows])
             }
         };
+        let logits = if self.final_softcap > 0.0 {
+            attention::soft_cap(logits, self.final_softcap)
+        } else {
+            logits
+        };
         hook.after(Op::Logits);
         logits
     }
 
-    /// One block with what it shares with the others (the rotary tables, the head counts).
-    fn layer(&self, block: &Block) -> Layer {
+    /// One block with what it shares with the others (the rotary tables, the head counts)
+    /// and its `window` (0: global).
+    fn layer(&self, block: &Block, window: usize) -> Layer {
+        let rope = match (&self.local_rope, window) {
+            (Some(local), 1..) => local,
+            _ => &self.rope,
+        };
         Layer {
             block: block.clone(),
-            rope: self.rope.clone(),
+            rope: rope.clone(),
             heads: self.heads,
             kv_heads: self.kv_heads,
             head_dim: self.head_dim,
             attention: self.attention,
+            gemma: self.gemma,
+            masking: attention::Masking {
+                window,
+                soft_cap: self.attn_softcap,
+            },
         }
     }
+}
+
+/// `norm` applied to `x`: burn's RMSNorm, or with Gemma's `1 + weight` scale (`offset`),
+/// normalized in f32 as burn's is.
+fn norm<const D: usize>(norm: &RmsNorm, x: Tensor<D>, offset: bool) -> Tensor<D> {
+    if !offset {
+        return norm.forward(x);
+    }
+    let dtype = x.dtype();
+    let rms = (x.clone().cast(DType::F32).square().mean_dim(D - 1) + norm.epsilon).sqrt();
+    (x / rms.cast(dtype)) * norm.gamma.val().add_scalar(1.0).unsqueeze()
 }
 
 /// One decoder block and what it reads besides its own weights: the unit per-layer
@@ -205,13 +305,19 @@ struct Layer {
     head_dim: usize,
     #[module(skip)]
     attention: OpPath,
+    #[module(skip)]
+    gemma: bool,
+    /// This layer's window and the scores' cap.
+    #[module(skip)]
+    masking: attention::Masking,
 }
 
 impl block::LayerForward for Layer {
     fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         let block = &self.block;
         let [batch, length, _] = x.dims();
-        let normed = block.attention_norm.forward(x.clone());
+        let gemma = self.gemma;
+        let normed = norm(&block.attention_norm, x.clone(), gemma);
         hook.after(Op::LayerNorm);
         let head_dim = self.head_dim;
         let split = |y: Tensor<3>, heads: usize| {
@@ -224,7 +330,7 @@ impl block::LayerForward for Layer {
         // Qwen3 normalizes each query and key head over its own width before rotating it.
         let (q, k) = match (&block.query_norm, &block.key_norm) {
             (Some(q_norm), Some(k_norm)) => {
-                let normed = (q_norm.forward(q), k_norm.forward(k));
+                let normed = (norm(q_norm, q, gemma), norm(k_norm, k, gemma));
                 hook.after(Op::LayerNorm);
                 normed
             }
@@ -232,32 +338,57 @@ impl block::LayerForward for Layer {
         };
         let (q, k) = (self.rope.apply(q), self.rope.apply(k));
         hook.after(Op::Rotary);
-        let context = match self.attention {
-            OpPath::Naive => naive_grouped(q, k, v, hook),
-            OpPath::Fused => attention::fused_grouped(q, k, v, true),
+        let masking = self.masking;
+        let context = match (self.attention, masking == attention::Masking::default()) {
+            (OpPath::Naive, _) => naive_grouped(q, k, v, masking, hook),
+            (OpPath::Fused, true) => attention::fused_grouped(q, k, v, true),
+            (OpPath::Fused, false) => attention::fused_grouped_masked(q, k, v, masking),
         };
         hook.after(Op::Attention);
         let merged = context
             .swap_dims(1, 2)
             .reshape([batch, length, self.heads * head_dim]);
-        let x = x + dense(&block.out, merged);
+        let x = x + post_norm(&block.post_attention_norm, dense(&block.out, merged), hook);
         hook.after(Op::Residual);
-        let normed = block.ff_norm.forward(x.clone());
+        let normed = norm(&block.ff_norm, x.clone(), gemma);
         hook.after(Op::LayerNorm);
         let gate = dense(&block.swiglu.linear_inner, normed.clone());
         let up = dense(&block.swiglu.linear_outer, normed);
         hook.after(Op::Projection);
-        let hidden = silu(gate) * up;
+        let hidden = match gemma {
+            false => silu(gate),
+            true => gelu_approximate(gate),
+        } * up;
         hook.after(Op::Activation);
-        let x = x + dense(&block.down, hidden);
+        let x = x + post_norm(&block.post_ff_norm, dense(&block.down, hidden), hook);
         hook.after(Op::Residual);
         x
     }
 }
 
+/// A sublayer's output through Gemma's norm after it, where the block has one.
+fn post_norm(post: &Option<RmsNorm>, y: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+    match post {
+        Some(post) => {
+            let y = norm(post, y, true);
+            hook.after(Op::LayerNorm);
+            y
+        }
+        None => y,
+    }
+}
+
 /// Hugging Face's eager attention for grouped heads: each key/value head repeated for its
-/// group of query heads (`repeat_kv`), scores, the causal mask, softmax, the weighted sum.
-fn naive_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, hook: &mut impl LayerHook) -> Tensor<4> {
+/// group of query heads (`repeat_kv`), scores (soft-capped when `masking` caps them), the
+/// causal mask (and the window's), softmax, the weighted sum. A window keeps the whole `L x L`
+/// scores: it only masks more of them.
+fn naive_grouped(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    masking: attention::Masking,
+    hook: &mut impl LayerHook,
+) -> Tensor<4> {
     let head_dim = q.dims()[3];
     let group = q.dims()[1] / k.dims()[1];
     let (k, v) = (
@@ -265,7 +396,16 @@ fn naive_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, hook: &mut impl Layer
         attention::repeat_heads(v, group),
     );
     let scores = q.matmul(k.transpose()).div_scalar((head_dim as f32).sqrt());
+    let scores = if masking.soft_cap > 0.0 {
+        attention::soft_cap(scores, masking.soft_cap)
+    } else {
+        scores
+    };
     let scores = attention::mask_future(scores);
+    let scores = match masking.window {
+        0 => scores,
+        window => attention::mask_outside_window(scores, window),
+    };
     hook.after(Op::Scores);
     let weights = softmax(scores, 3);
     hook.after(Op::Softmax);

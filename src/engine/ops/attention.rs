@@ -46,6 +46,31 @@ pub fn mask_future(scores: Tensor<4>) -> Tensor<4> {
     scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
 }
 
+/// `scores` (`[batch, heads, L, L]`) with the keys `window` or more positions before each
+/// query at minus infinity: a sliding window of `window` keys, the query's own included
+/// (Gemma's and Mistral's `sliding_window`). Naive attention still makes, masks and keeps the
+/// whole `L x L` scores: the window changes what is computed, not what is held.
+pub fn mask_outside_window(scores: Tensor<4>, window: usize) -> Tensor<4> {
+    let [_, _, rows, keys] = scores.dims();
+    let mask = keys_outside_window(0, rows, keys, window, &scores.device());
+    scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
+}
+
+/// Logits soft-capped to `(-cap, cap)`: `cap * tanh(scores / cap)` (Gemma 2's
+/// `attn_logit_softcapping` and `final_logit_softcapping`).
+pub fn soft_cap<const D: usize>(scores: Tensor<D>, cap: f32) -> Tensor<D> {
+    scores.div_scalar(cap).tanh().mul_scalar(cap)
+}
+
+/// What a fused attention masks and caps beyond its causal mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Masking {
+    /// Keys a query sees, its own included (0: all before it).
+    pub window: usize,
+    /// The scores soft-capped at this (0: not capped).
+    pub soft_cap: f32,
+}
+
 /// [`fused`] for grouped-query attention: `q` has `heads` heads, `k` and `v` fewer, each shared
 /// by `heads / kv_heads` consecutive query heads (Hugging Face's `repeat_kv` order). The
 /// group's query heads become one block of rows against the shared head, so no key or value is
@@ -54,6 +79,40 @@ pub fn fused_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> 
     let [batch, _, length, _] = q.dims();
     let rows = block_rows(batch * k.dims()[1], length, q.dtype().size());
     fused_grouped_in_blocks(q, k, v, causal, rows)
+}
+
+/// [`fused_grouped`], causal, with a sliding window and soft-capped scores as `masking` says.
+/// It keeps what the unwindowed op keeps (the output and a log-sum-exp per row): a window
+/// changes which scores count, not what is held.
+pub fn fused_grouped_masked(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    masking: Masking,
+) -> Tensor<4> {
+    let [batch, _, length, _] = q.dims();
+    let rows = block_rows(batch * k.dims()[1], length, q.dtype().size());
+    fused_grouped_masked_in_blocks(q, k, v, masking, rows)
+}
+
+/// [`fused_grouped_masked`] with blocks of `rows` folded query rows.
+pub fn fused_grouped_masked_in_blocks(
+    q: Tensor<4>,
+    k: Tensor<4>,
+    v: Tensor<4>,
+    masking: Masking,
+    rows: usize,
+) -> Tensor<4> {
+    let [batch, heads, length, head_dim] = q.dims();
+    let kv_heads = k.dims()[1];
+    let group = heads / kv_heads;
+    let folded = q.reshape([batch, kv_heads, group * length, head_dim]);
+    let shape = Shape {
+        causal: true,
+        rows: rows.max(1),
+        masking,
+    };
+    fused_shaped(folded, k, v, shape).reshape([batch, heads, length, head_dim])
 }
 
 /// [`fused_grouped`] with blocks of `rows` folded query rows (the tests cross the seams
@@ -103,22 +162,36 @@ pub fn fused_in_blocks(
     let shape = Shape {
         causal,
         rows: rows.max(1),
+        masking: Masking::default(),
     };
+    fused_shaped(q, k, v, shape)
+}
+
+fn fused_shaped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, shape: Shape) -> Tensor<4> {
     match Route::of(&q) {
         Some(Route::Plain) => {
             let (out, _) = forward_blocks(plain(raw(q)), plain(raw(k)), plain(raw(v)), shape);
             out
         }
         Some(Route::Autodiff(strategy)) => run_recorded(FlashAttention(shape), strategy, [q, k, v]),
-        None => naive(q, k, v, causal),
+        None if shape.masking == Masking::default() => naive(q, k, v, shape.causal),
+        None => naive_shaped(q, k, v, shape),
     }
 }
 
-/// How the op is cut: causal or not, and query rows per block.
+/// [`naive`] with `shape`'s masking (a row's position is its index modulo the keys, as in the
+/// blocks).
+fn naive_shaped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, shape: Shape) -> Tensor<4> {
+    let scores = block_scores(q, &k, 0, shape);
+    softmax(scores, 3).matmul(v)
+}
+
+/// How the op is cut: causal or not, query rows per block, and its window and cap.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
     causal: bool,
     rows: usize,
+    masking: Masking,
 }
 
 /// `[rows, keys]`, true where key `j` comes after query row `first_row + i` (what causal
@@ -130,6 +203,30 @@ fn future_keys(
     keys: usize,
     device: &burn::tensor::Device,
 ) -> Tensor<2, Bool> {
+    let (queries, key_ids) = positions(first_row, rows, keys, device);
+    key_ids.greater(queries)
+}
+
+/// `[rows, keys]`, true where key `j` is `window` or more positions before query row
+/// `first_row + i` (what a sliding window hides; rows' positions as in [`future_keys`]).
+fn keys_outside_window(
+    first_row: usize,
+    rows: usize,
+    keys: usize,
+    window: usize,
+    device: &burn::tensor::Device,
+) -> Tensor<2, Bool> {
+    let (queries, key_ids) = positions(first_row, rows, keys, device);
+    key_ids.add_scalar(window as i64).lower_equal(queries)
+}
+
+/// Query rows' positions `[rows, 1]` (modulo the keys) and key positions `[1, keys]`.
+fn positions(
+    first_row: usize,
+    rows: usize,
+    keys: usize,
+    device: &burn::tensor::Device,
+) -> (Tensor<2, Int>, Tensor<2, Int>) {
     let queries = Tensor::<1, Int>::arange(first_row as i64..(first_row + rows) as i64, device);
     let queries = if first_row + rows > keys {
         queries.remainder_scalar(keys as i64)
@@ -138,7 +235,7 @@ fn future_keys(
     }
     .reshape([rows, 1]);
     let key_ids = Tensor::<1, Int>::arange(0..keys as i64, device).reshape([1, keys]);
-    key_ids.greater(queries)
+    (queries, key_ids)
 }
 
 /// Query rows per block, so that one block's `[batch, heads, rows, keys]` scores hold about
@@ -148,18 +245,42 @@ fn block_rows(batch_heads: usize, keys: usize, element_bytes: usize) -> usize {
     (BLOCK_SCORE_BYTES / per_row.max(1)).max(1)
 }
 
-/// One block's scores `Q_block K^T / sqrt(d)`, with future keys at minus infinity when causal.
-fn block_scores(q_block: Tensor<4>, k: &Tensor<4>, first_row: usize, causal: bool) -> Tensor<4> {
-    let [_, _, rows, head_dim] = q_block.dims();
-    let keys = k.dims()[2];
+/// One block's scores `Q_block K^T / sqrt(d)`, soft-capped when `shape` caps them, with the
+/// keys the mask hides at minus infinity.
+fn block_scores(q_block: Tensor<4>, k: &Tensor<4>, first_row: usize, shape: Shape) -> Tensor<4> {
+    let scores = capped_scores(q_block, k, shape.masking.soft_cap);
+    masked(scores, first_row, shape)
+}
+
+/// `Q_block K^T / sqrt(d)`, soft-capped at `cap` (0: not capped).
+fn capped_scores(q_block: Tensor<4>, k: &Tensor<4>, cap: f32) -> Tensor<4> {
+    let head_dim = q_block.dims()[3];
     let scores = q_block
         .matmul(k.clone().transpose())
         .mul_scalar(1.0 / (head_dim as f32).sqrt());
-    if causal {
+    if cap > 0.0 {
+        soft_cap(scores, cap)
+    } else {
+        scores
+    }
+}
+
+/// A block's scores with future keys (when causal) and keys outside the window at minus
+/// infinity.
+fn masked(scores: Tensor<4>, first_row: usize, shape: Shape) -> Tensor<4> {
+    let [_, _, rows, keys] = scores.dims();
+    let scores = if shape.causal {
         let mask = future_keys(first_row, rows, keys, &scores.device());
         scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
     } else {
         scores
+    };
+    match shape.masking.window {
+        0 => scores,
+        window => {
+            let mask = keys_outside_window(first_row, rows, keys, window, &scores.device());
+            scores.mask_fill(mask.unsqueeze::<4>(), f32::NEG_INFINITY)
+        }
     }
 }
 
@@ -171,13 +292,13 @@ fn forward_blocks(
     v: Tensor<4>,
     shape: Shape,
 ) -> (Tensor<4>, Tensor<4>) {
-    let Shape { causal, rows } = shape;
+    let rows = shape.rows;
     let length = q.dims()[2];
     let mut outputs = Vec::with_capacity(length.div_ceil(rows));
     let mut sums = Vec::with_capacity(outputs.capacity());
     for first in (0..length).step_by(rows) {
         let end = (first + rows).min(length);
-        let scores = block_scores(q.clone().slice_dim(2, first..end), &k, first, causal);
+        let scores = block_scores(q.clone().slice_dim(2, first..end), &k, first, shape);
         let max = scores.clone().max_dim(3);
         let weights = (scores - max.clone()).exp();
         let total = weights.clone().sum_dim(3);
@@ -196,7 +317,8 @@ fn backward_blocks(saved: &Saved, grad_out: Tensor<4>) -> (Tensor<4>, Tensor<4>,
     let log_sum: Tensor<4> = plain(saved.log_sum.clone());
     let [_, _, length, head_dim] = q.dims();
     let scale = 1.0 / (head_dim as f32).sqrt();
-    let Shape { causal, rows } = saved.shape;
+    let shape = saved.shape;
+    let (rows, cap) = (shape.rows, shape.masking.soft_cap);
     // D_i = sum_j dO_ij O_ij: the softmax backward's row term, one number per row.
     let row_dot = (grad_out.clone() * out).sum_dim(3);
     let mut grad_q = Vec::with_capacity(length.div_ceil(rows));
@@ -206,11 +328,25 @@ fn backward_blocks(saved: &Saved, grad_out: Tensor<4>) -> (Tensor<4>, Tensor<4>,
         let end = (first + rows).min(length);
         let q_block = q.clone().slice_dim(2, first..end);
         let go_block = grad_out.clone().slice_dim(2, first..end);
-        let scores = block_scores(q_block.clone(), &k, first, causal);
+        let capped = capped_scores(q_block.clone(), &k, cap);
+        // The cap's slope, 1 - tanh^2, taken before the mask's minus infinities.
+        let slope = (cap > 0.0).then(|| {
+            capped
+                .clone()
+                .div_scalar(cap)
+                .square()
+                .neg()
+                .add_scalar(1.0)
+        });
+        let scores = masked(capped, first, shape);
         let weights = (scores - log_sum.clone().slice_dim(2, first..end)).exp();
         let dv = weights.clone().transpose().matmul(go_block.clone());
         let grad_weights = go_block.matmul(v.clone().transpose());
         let grad_scores = weights * (grad_weights - row_dot.clone().slice_dim(2, first..end));
+        let grad_scores = match slope {
+            Some(slope) => grad_scores * slope,
+            None => grad_scores,
+        };
         grad_q.push(grad_scores.clone().matmul(k.clone()).mul_scalar(scale));
         let dk = grad_scores.transpose().matmul(q_block).mul_scalar(scale);
         grad_k = Some(match grad_k {
