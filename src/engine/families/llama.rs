@@ -23,6 +23,8 @@ use crate::engine::validate::{attention_sizes, attention_tables, float_in, int_i
 pub struct Llama {
     /// RMSNorm over each query and key head before the rotation (Qwen3).
     pub qk_norm: bool,
+    /// Q, K and V in one matrix, the gate and up projections in another (Phi-3).
+    pub fused_projections: bool,
     /// The Hugging Face types the family reads.
     pub hf: &'static [HfType],
     /// The family's own presets: playground runs, then plans.
@@ -32,6 +34,7 @@ pub struct Llama {
 /// Llama itself: Llama, Mistral and Qwen2 files.
 pub const LLAMA: Llama = Llama {
     qk_norm: false,
+    fused_projections: false,
     hf: &[LLAMA_HF, MISTRAL_HF, QWEN2_HF],
     presets: (&[], &[]),
 };
@@ -91,6 +94,7 @@ impl Family for Llama {
                 kv_heads: model.kv_heads(),
                 head_dim: model.head_dim(),
                 qk_norm: self.qk_norm,
+                fused_projections: self.fused_projections,
                 ff: model.ff,
                 tied: model.tied,
                 qkv_bias: model.qkv_bias,
@@ -110,7 +114,7 @@ impl Family for Llama {
         _classes: usize,
         b: u64,
     ) -> Vec<LayerEstimate> {
-        layers(config, b, self.qk_norm)
+        layers(config, b, self)
     }
 
     /// The transformer's shape (the mask is built with -inf fills, no int tensor; four
@@ -155,9 +159,13 @@ impl Family for Llama {
                 m.head_dim
             ),
         };
+        let fused = match self.fused_projections {
+            true => ", Q, K and V in one matrix, the gate and up in one",
+            false => "",
+        };
         format!(
-            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, SwiGLU {}, {} tokens, {} \
-             output",
+            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, SwiGLU {}{fused}, {} \
+             tokens, {} output",
             m.kind.name(),
             m.layers,
             m.width,
@@ -203,7 +211,8 @@ impl Family for Llama {
 const LLAMA_KEPT_WIDTH: u64 = 8;
 const LLAMA_KEPT_FF: u64 = 5;
 
-fn layers(config: &RunConfig, b: u64, qk_norm: bool) -> Vec<LayerEstimate> {
+fn layers(config: &RunConfig, b: u64, family: &Llama) -> Vec<LayerEstimate> {
+    let qk_norm = family.qk_norm;
     let m = &config.model;
     let (d, ff, heads) = (m.width as u64, m.ff as u64, m.heads as u64);
     let head_dim = m.head_dim() as u64;
@@ -244,10 +253,18 @@ fn layers(config: &RunConfig, b: u64, qk_norm: bool) -> Vec<LayerEstimate> {
         if qk_norm {
             tensors.extend([vec![head_dim], vec![head_dim]]);
         }
-        let projections = [(w, q), (w, kv), (w, kv), (q, w), (w, f), (w, f), (f, w)];
+        // Phi-3's fused Q, K, V and gate, up: the same parameters in fewer matrices (and
+        // fewer LoRA adapters).
+        let (projections, biased) = match family.fused_projections {
+            false => (
+                vec![(w, q), (w, kv), (w, kv), (q, w), (w, f), (w, f), (f, w)],
+                3,
+            ),
+            true => (vec![(w, q + 2 * kv), (q, w), (w, 2 * f), (f, w)], 1),
+        };
         for (n, &(inputs, outputs)) in projections.iter().enumerate() {
-            // Qwen2's biases are on Q, K and V, the first three.
-            tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < 3));
+            // Qwen2's biases are on Q, K and V, the first three (the first, fused).
+            tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < biased));
         }
         layers.push(
             LayerEstimate::new(
