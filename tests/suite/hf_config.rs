@@ -37,6 +37,7 @@ fn hf_configs_build_their_published_parameter_counts() {
         ("qwen2-0.5b.json", 494_032_768),
         ("qwen3-0.6b.json", 596_049_920),
         ("qwen3-8b.json", 8_190_735_360),
+        ("phi-3-mini-4k.json", 3_821_079_552),
     ] {
         let config = from_file(file);
         assert_eq!(
@@ -229,5 +230,59 @@ fn the_plan_report_answers_the_fine_tuning_question_on_one_screen() {
              attention fused (SDPA-style), loss naive, checkpointing none"
         ),
         "{text}"
+    );
+}
+
+/// Phi-3-mini-4k as read: its 2,047-token window holds every sample the plan makes (the base
+/// preset's samples shrink to it), and what vramlab's Phi-3 does not build is refused by name.
+#[test]
+fn phi3_reads_its_window_and_refuses_what_it_does_not_build() {
+    let text = std::fs::read_to_string(format!("{DIR}/phi-3-mini-4k.json")).unwrap();
+    let hf = hf_config::read(&text).unwrap();
+    assert_eq!(hf.model.kind, vramlab::engine::config::ModelKind::Phi3);
+    assert_eq!((hf.model.heads, hf.model.kv_heads), (32, 32));
+    assert_eq!(hf.model.norm_eps, 1e-5);
+    assert_eq!(hf.sliding_window, Some(2047));
+    let config = from_file("phi-3-mini-4k.json");
+    assert!(config.data.sample_tokens() <= 2047);
+    let refusal = |from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        hf_config::read(&text.replacen(from, to, 1))
+            .expect_err(to)
+            .to_string()
+    };
+    let err = refusal(
+        "\"rope_scaling\": null,",
+        "\"partial_rotary_factor\": 0.75,",
+    );
+    assert!(
+        err.contains("partial_rotary_factor") && err.contains("accepts 1"),
+        "{err}"
+    );
+    let err = refusal(
+        "\"rope_scaling\": null,",
+        "\"rope_scaling\": {\"type\": \"su\", \"short_factor\": [1.0], \"long_factor\": [1.0]},",
+    );
+    assert!(
+        err.contains("rope_scaling") && err.contains("longrope"),
+        "{err}"
+    );
+    let err = refusal("\"attention_bias\": false", "\"attention_bias\": true");
+    assert!(
+        err.contains("attention_bias: true is not modelled"),
+        "{err}"
+    );
+    let err = refusal(
+        "\"use_cache\": true,",
+        "\"use_cache\": true, \"head_dim\": 64,",
+    );
+    assert!(err.contains("head_dim: 64 is not modelled"), "{err}");
+    // A window the samples outgrow is refused (vramlab plans full causal attention).
+    let mut long = config.clone();
+    long.data.seq_len = 2048;
+    let err = hf.notes_for(&long).expect_err("a sample past the window");
+    assert!(
+        err.to_string().contains("sliding_window: 2047 tokens"),
+        "{err}"
     );
 }

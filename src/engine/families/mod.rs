@@ -10,6 +10,7 @@
 mod cnn;
 mod llama;
 mod mlp;
+mod phi3;
 mod qwen3;
 mod recurrent;
 mod transformer;
@@ -173,6 +174,8 @@ families! {
     Llama = "llama" => llama::LLAMA;
     /// Qwen3: the llama with per-head query and key norms and heads of their own width.
     Qwen3 = "qwen3" => qwen3::QWEN3;
+    /// Phi-3: the llama with Q, K and V in one matrix and the gate and up in another.
+    Phi3 = "phi3" => phi3::PHI3;
 }
 
 impl ModelKind {
