@@ -181,6 +181,8 @@ fn hf_seeds() -> Vec<Vec<u8>> {
         include_str!("../../../../tests/data/hf/mistral-7b-v0.1.json"),
         include_str!("../../../../tests/data/hf/qwen2-0.5b.json"),
         include_str!("../../../../tests/data/hf/tinyllama-1.1b-chat-v1.0.json"),
+        include_str!("../../../../tests/data/hf/qwen3-0.6b.json"),
+        include_str!("../../../../tests/data/hf/phi-3-mini-4k.json"),
     ]
     .map(|s| s.as_bytes().to_vec())
     .to_vec()
