@@ -14,6 +14,8 @@ use super::support::{config, gpu, loss_ends, run};
 
 #[test]
 fn the_tiny_qwen3_builds_what_its_estimate_counts() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
     let small = config("sort-qwen3", &[]);
     assert_eq!(small.model.kind, ModelKind::Qwen3);
     // Its heads are their own width: 4 x 32 = 128 query outputs over a width of 64.

@@ -8,7 +8,7 @@ use vramlab::engine::memory::predict;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{Purpose, Run, RunConfig};
 
-use super::support::vramlab;
+use super::support::{gpu, vramlab};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
 
@@ -28,6 +28,8 @@ fn from_file(file: &str) -> RunConfig {
 
 #[test]
 fn hf_configs_build_their_published_parameter_counts() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
     let gpu = planner().expect("the planning device");
     for (file, published) in [
         ("gpt2.json", 124_439_808),
