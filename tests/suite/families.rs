@@ -1,15 +1,20 @@
 //! Families added through the one-module `Family` trait (`engine::families`): each builds what
 //! its estimate counts, trains natively, and takes the fine-tuning recipes its base family does.
 
+use super::support::{config, gpu, loss_ends, run};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::Tensor;
 use vramlab::engine::config::ModelKind;
+use vramlab::engine::data::Dataset;
 use vramlab::engine::device::planner;
 use vramlab::engine::memory::predict;
+use vramlab::engine::models::Model;
 use vramlab::engine::{Purpose, Run};
-
-use super::support::{config, gpu, loss_ends, run};
 
 #[test]
 fn the_tiny_qwen3_builds_what_its_estimate_counts() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
     let small = config("sort-qwen3", &[]);
     assert_eq!(small.model.kind, ModelKind::Qwen3);
     // Its heads are their own width: 4 x 32 = 128 query outputs over a width of 64.
@@ -71,6 +76,8 @@ fn qwen3_takes_lora_qlora_and_per_layer_checkpointing() {
 
 #[test]
 fn the_tiny_gemmas_build_what_their_estimates_count() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
     let gpu = planner().expect("the planning device");
     for (name, kind) in [
         ("sort-gemma2", ModelKind::Gemma2),
@@ -136,4 +143,89 @@ fn gemma_takes_lora_qlora_and_per_layer_checkpointing() {
         .expect("QLoRA on a Gemma 3");
     let planner = planner().expect("the planning device");
     Run::plan(qlora, &planner).expect("the QLoRA model builds");
+}
+
+/// The shapes of a module's weight matrices, in the order burn visits them.
+struct Matrices(Vec<Vec<usize>>);
+
+impl ModuleVisitor for Matrices {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if D == 2 {
+            self.0.push(param.lazy_shape().dims::<D>().to_vec());
+        }
+    }
+}
+
+#[test]
+fn the_tiny_phi3_holds_its_projections_fused_as_phi3_does() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
+    let phi3 = config("sort-phi3", &[]);
+    assert_eq!(phi3.model.kind, ModelKind::Phi3);
+    let gpu = planner().expect("the planning device");
+    let data = Dataset::build(&phi3.data, phi3.seed).unwrap();
+    let mut matrices = Matrices(Vec::new());
+    Model::build(&phi3, &data, &gpu.device).visit(&mut matrices);
+    // Width 64, four heads of 16, two key/value heads, ff 176: one [64, (4 + 2 x 2) x 16]
+    // matrix for Q, K and V, one [64, 2 x 176] for the gate and up, as Phi-3's checkpoints.
+    let tokens = phi3.token_rows();
+    let block = [vec![64, 128], vec![64, 64], vec![64, 352], vec![176, 64]];
+    let mut expected = vec![vec![tokens, 64]];
+    expected.extend(block.iter().chain(&block).cloned());
+    expected.push(vec![64, tokens]);
+    assert_eq!(matrices.0, expected);
+    // The parameters of the llama of the same shape, in four matrices a block, not seven.
+    let built = Run::plan(phi3.clone(), &gpu)
+        .expect("the model builds")
+        .param_counts()
+        .model;
+    assert_eq!(built, predict(&phi3).param_count);
+    let mut llama = phi3.clone();
+    llama.model.kind = ModelKind::Llama;
+    assert_eq!(predict(&llama).param_count, built);
+    // LoRA adapts the four: rank 8 x (64 + 128, 64 + 64, 64 + 352, 176 + 64) a block.
+    let lora = config("sort-phi3", &["strategies.trainable=lora"]);
+    let adapters = Run::plan(lora.clone(), &gpu)
+        .expect("the LoRA model builds")
+        .param_counts()
+        .adapters;
+    assert_eq!(adapters, 2 * 8 * (192 + 128 + 416 + 240));
+    assert_eq!(predict(&lora).trainable_count, adapters);
+}
+
+#[test]
+fn the_tiny_phi3_trains_with_falling_loss() {
+    let (_lock, gpu) = gpu();
+    let timeline = run(
+        &gpu,
+        config("sort-phi3", &["steps=20", "eval_every=0", "batch_size=64"]),
+    );
+    let (first, last) = loss_ends(&timeline, 4);
+    println!("sort-phi3: loss {first:.4} -> {last:.4}");
+    assert!(last < 0.9 * first, "loss {first} -> {last}");
+}
+
+#[test]
+fn phi3_takes_lora_and_per_layer_checkpointing() {
+    let (_lock, gpu) = gpu();
+    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let with = |extra: &[&str]| {
+        let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
+        config("sort-phi3", &sets)
+    };
+    let timeline = run(&gpu, with(&["strategies.trainable=lora"]));
+    assert!(timeline.summary.trainable_params < timeline.summary.params / 4);
+    let (first, last) = loss_ends(&timeline, 2);
+    println!("sort-phi3 lora: loss {first:.4} -> {last:.4}");
+    assert!(last < first, "lora: loss {first} -> {last}");
+    let layers = run(
+        &gpu,
+        with(&[
+            "strategies.checkpointing=layers",
+            "strategies.attention=fused",
+        ]),
+    );
+    let (first, last) = loss_ends(&layers, 2);
+    println!("sort-phi3 checkpointing layers: loss {first:.4} -> {last:.4}");
+    assert!(last < first, "checkpointing layers: loss {first} -> {last}");
 }

@@ -182,6 +182,8 @@ fn a_lora_llama_trains_and_moves_its_categories() {
 }
 
 fn planned_params(config: RunConfig) -> u64 {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
     let gpu = planner().expect("the planning device");
     let run = Run::plan(config, &gpu).expect("the model builds");
     run.param_counts().model

@@ -8,7 +8,7 @@ use vramlab::engine::memory::predict;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{Purpose, Run, RunConfig};
 
-use super::support::vramlab;
+use super::support::{gpu, vramlab};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
 
@@ -28,6 +28,8 @@ fn from_file(file: &str) -> RunConfig {
 
 #[test]
 fn hf_configs_build_their_published_parameter_counts() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
     let gpu = planner().expect("the planning device");
     for (file, published) in [
         ("gpt2.json", 124_439_808),
@@ -39,6 +41,7 @@ fn hf_configs_build_their_published_parameter_counts() {
         ("qwen3-8b.json", 8_190_735_360),
         ("gemma-2-2b.json", 2_614_341_888),
         ("gemma-3-1b.json", 999_885_952),
+        ("phi-3-mini-4k.json", 3_821_079_552),
     ] {
         let config = from_file(file);
         assert_eq!(
@@ -318,4 +321,58 @@ fn gemma_files_read_their_windows_and_caps_and_refuse_what_is_not_modelled() {
         let err = hf_config::read(&changed).unwrap_err().to_string();
         assert!(err.contains(expected), "{file} {to}: {err}");
     }
+}
+
+/// Phi-3-mini-4k as read: its 2,047-token window holds every sample the plan makes (the base
+/// preset's samples shrink to it), and what vramlab's Phi-3 does not build is refused by name.
+#[test]
+fn phi3_reads_its_window_and_refuses_what_it_does_not_build() {
+    let text = std::fs::read_to_string(format!("{DIR}/phi-3-mini-4k.json")).unwrap();
+    let hf = hf_config::read(&text).unwrap();
+    assert_eq!(hf.model.kind, vramlab::engine::config::ModelKind::Phi3);
+    assert_eq!((hf.model.heads, hf.model.kv_heads), (32, 32));
+    assert_eq!(hf.model.norm_eps, 1e-5);
+    assert_eq!(hf.sliding_window, Some(2047));
+    let config = from_file("phi-3-mini-4k.json");
+    assert!(config.data.sample_tokens() <= 2047);
+    let refusal = |from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        hf_config::read(&text.replacen(from, to, 1))
+            .expect_err(to)
+            .to_string()
+    };
+    let err = refusal(
+        "\"rope_scaling\": null,",
+        "\"partial_rotary_factor\": 0.75,",
+    );
+    assert!(
+        err.contains("partial_rotary_factor") && err.contains("accepts 1"),
+        "{err}"
+    );
+    let err = refusal(
+        "\"rope_scaling\": null,",
+        "\"rope_scaling\": {\"type\": \"su\", \"short_factor\": [1.0], \"long_factor\": [1.0]},",
+    );
+    assert!(
+        err.contains("rope_scaling") && err.contains("longrope"),
+        "{err}"
+    );
+    let err = refusal("\"attention_bias\": false", "\"attention_bias\": true");
+    assert!(
+        err.contains("attention_bias: true is not modelled"),
+        "{err}"
+    );
+    let err = refusal(
+        "\"use_cache\": true,",
+        "\"use_cache\": true, \"head_dim\": 64,",
+    );
+    assert!(err.contains("head_dim: 64 is not modelled"), "{err}");
+    // A window the samples outgrow is refused (vramlab plans full causal attention).
+    let mut long = config.clone();
+    long.data.seq_len = 2048;
+    let err = hf.notes_for(&long).expect_err("a sample past the window");
+    assert!(
+        err.to_string().contains("sliding_window: 2047 tokens"),
+        "{err}"
+    );
 }

@@ -12,6 +12,7 @@ mod finetune;
 mod fused_ops;
 mod fuzz;
 mod hf_config;
+mod hf_hub;
 mod high_water;
 mod imports;
 mod memory;

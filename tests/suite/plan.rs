@@ -170,6 +170,22 @@ fn weights_in_f16_or_int8_and_an_autodiff_evaluation_plan_exactly() {
     }
 }
 
+/// Phi-3's fused projections split into views of one output: a plan follows them to the byte,
+/// trained whole and with LoRA over per-layer checkpointing.
+#[test]
+fn phi3_plans_exactly() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    let lora = [
+        "strategies.trainable=lora",
+        "strategies.checkpointing=layers",
+        "strategies.attention=fused",
+    ];
+    for sets in [&[][..], &lora[..]] {
+        plans_exactly(&gpu, &planner, "sort-phi3", sets, 128);
+    }
+}
+
 #[test]
 fn fused_attention_and_loss_plan_exactly() {
     let (_lock, gpu) = gpu();

@@ -15,6 +15,10 @@ use vramlab::engine::{Purpose, RunConfig};
 #[allow(dead_code)]
 #[path = "../../src/bin/vramlab/args.rs"]
 mod args;
+/// What args.rs fetches a `--hf-config org/name` with.
+#[allow(dead_code)]
+#[path = "../../src/bin/vramlab/hub.rs"]
+mod hub;
 /// What args.rs reads a `--data` CSV with.
 #[allow(dead_code)]
 #[path = "../../src/bin/vramlab/table_file.rs"]

@@ -10,6 +10,7 @@ use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, fit_batch, preset, table_base};
 use vramlab::engine::{ConfigError, Purpose, RunConfig};
 
+use super::hub::HubId;
 use super::table_file;
 
 #[derive(Parser, Debug)]
@@ -136,13 +137,16 @@ pub struct ConfigArgs {
     /// A JSON config file; fields left out take their defaults.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// A Hugging Face config.json (model_type gpt2, llama, mistral or qwen2): its model
-    /// replaces the base run's (the preset's or --config's; without either, gpt2-small's run for
-    /// GPT-2 and llama2-7b's for the others), before the --sets. It trains as transformers
-    /// would: on the next-token stream (data.seq_len tokens a sample) with fused (SDPA-style)
-    /// attention, unless --config states data.kind or strategies.attention. Fields vramlab
-    /// does not model are refused by name.
-    #[arg(long, value_name = "CONFIG.JSON")]
+    /// A Hugging Face config.json (model_type gpt2, llama, mistral, qwen2, qwen3 or phi3), or
+    /// a Hub id such as microsoft/Phi-3-mini-4k-instruct: its config.json is fetched from
+    /// $HF_ENDPOINT (default https://huggingface.co) with $HF_TOKEN as a bearer token when set,
+    /// and cached under $XDG_CACHE_HOME (else ~/.cache)/vramlab/hf/ for later runs without the
+    /// network. Its model replaces the base run's (the preset's or --config's; without either,
+    /// gpt2-small's run for GPT-2 and llama2-7b's for the others), before the --sets. It trains
+    /// as transformers would: on the next-token stream (data.seq_len tokens a sample) with
+    /// fused (SDPA-style) attention, unless --config states data.kind or strategies.attention.
+    /// Fields vramlab does not model are refused by name.
+    #[arg(long, value_name = "CONFIG.JSON|ORG/NAME")]
     pub hf_config: Option<PathBuf>,
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
@@ -328,7 +332,7 @@ impl ConfigArgs {
             .iter()
             .fold(stated, |stated, set| stated.or(Stated::in_set(set)));
         let (mut base, mut notes) = match &hf {
-            Some((hf, path)) => hf.apply(base, &file_stem(path), stated),
+            Some((hf, origin)) => hf.apply(base, &origin.name, stated),
             None => (base, Vec::new()),
         };
         if let Some(file) = &self.data {
@@ -354,10 +358,13 @@ impl ConfigArgs {
         {
             eprintln!("vramlab: {note}");
         }
-        if let Some((hf, path)) = &hf {
-            notes.extend(hf.notes_for(&config).map_err(|err| in_file(path, err))?);
+        if let Some((hf, origin)) = &hf {
+            notes.extend(
+                hf.notes_for(&config)
+                    .map_err(|err| in_file(&origin.label, err))?,
+            );
             for note in notes {
-                eprintln!("vramlab: {}: {note}", path.display());
+                eprintln!("vramlab: {}: {note}", origin.label);
             }
         }
         Ok(config)
@@ -378,15 +385,37 @@ fn config_file(path: &Path) -> Result<(RunConfig, Stated), ConfigError> {
     Ok((config, Stated::in_json(&text)))
 }
 
-fn read_hf(path: &Path) -> Result<(HfModel, &Path), ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|err| in_file(path, err))?;
-    let hf = hf_config::read(&text).map_err(|err| in_file(path, err))?;
-    Ok((hf, path))
+/// Where a Hugging Face config came from: how notes and errors name it (the file, or the Hub
+/// id), and the run's name when the file does not state its model's.
+struct HfOrigin {
+    label: String,
+    name: String,
 }
 
-/// An error about the Hugging Face file, named by the flag and the file.
-fn in_file(path: &Path, err: impl std::fmt::Display) -> ConfigError {
-    ConfigError::invalid("--hf-config", format!("{}: {err}", path.display()))
+/// `--hf-config`'s file, or the Hub id's config.json (`hub`).
+fn read_hf(arg: &Path) -> Result<(HfModel, HfOrigin), ConfigError> {
+    let (text, origin) = match HubId::parse(arg) {
+        Some(id) => (
+            id.config_json()?,
+            HfOrigin {
+                label: id.to_string(),
+                name: id.name.clone(),
+            },
+        ),
+        None => {
+            let label = arg.display().to_string();
+            let text = std::fs::read_to_string(arg).map_err(|err| in_file(&label, err))?;
+            let name = file_stem(arg);
+            (text, HfOrigin { label, name })
+        }
+    };
+    let hf = hf_config::read(&text).map_err(|err| in_file(&origin.label, err))?;
+    Ok((hf, origin))
+}
+
+/// An error about the Hugging Face file, named by the flag and the file (or Hub id).
+fn in_file(label: &str, err: impl std::fmt::Display) -> ConfigError {
+    ConfigError::invalid("--hf-config", format!("{label}: {err}"))
 }
 
 /// The run's name when the file does not state its model's: the file's name.

@@ -11,6 +11,7 @@ mod exit;
 mod files;
 mod find_batch;
 mod fuzz;
+mod hub;
 mod plan;
 mod progress;
 mod report;

@@ -15,6 +15,7 @@ use crate::engine::presets::Preset;
 pub const GEMMA2: Llama = Llama {
     qk_norm: false,
     gemma: true,
+    fused_projections: false,
     hf: &[GEMMA2_HF],
     presets: (&[SORT_GEMMA2], &[]),
 };
@@ -22,6 +23,7 @@ pub const GEMMA2: Llama = Llama {
 pub const GEMMA3: Llama = Llama {
     qk_norm: true,
     gemma: true,
+    fused_projections: false,
     hf: &[GEMMA3_HF],
     presets: (&[SORT_GEMMA3], &[]),
 };

@@ -26,6 +26,8 @@ pub struct Llama {
     /// Gemma's conventions: `1 + weight` norms, a norm after each sublayer too, GeGLU with
     /// tanh GELU, embeddings scaled by `sqrt(width)` (`models::LlamaSize::gemma`).
     pub gemma: bool,
+    /// Q, K and V in one matrix, the gate and up projections in another (Phi-3).
+    pub fused_projections: bool,
     /// The Hugging Face types the family reads.
     pub hf: &'static [HfType],
     /// The family's own presets: playground runs, then plans.
@@ -36,6 +38,7 @@ pub struct Llama {
 pub const LLAMA: Llama = Llama {
     qk_norm: false,
     gemma: false,
+    fused_projections: false,
     hf: &[LLAMA_HF, MISTRAL_HF, QWEN2_HF],
     presets: (&[], &[]),
 };
@@ -118,6 +121,7 @@ impl Family for Llama {
                 kv_heads: model.kv_heads(),
                 head_dim: model.head_dim(),
                 qk_norm: self.qk_norm,
+                fused_projections: self.fused_projections,
                 ff: model.ff,
                 tied: model.tied,
                 qkv_bias: model.qkv_bias,
@@ -205,9 +209,13 @@ impl Family for Llama {
         if m.final_softcap != 0.0 {
             extras += &format!(", logits capped at {}", m.final_softcap);
         }
+        let fused = match self.fused_projections {
+            true => ", Q, K and V in one matrix, the gate and up in one",
+            false => "",
+        };
         format!(
-            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, {} {}, {} tokens, {} \
-             output{extras}",
+            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, {} {}{fused}, {} tokens, \
+             {} output{extras}",
             m.kind.name(),
             m.layers,
             m.width,
@@ -318,10 +326,18 @@ fn layers(config: &RunConfig, b: u64, family: &Llama) -> Vec<LayerEstimate> {
         if qk_norm {
             tensors.extend([vec![head_dim], vec![head_dim]]);
         }
-        let projections = [(w, q), (w, kv), (w, kv), (q, w), (w, f), (w, f), (f, w)];
+        // Phi-3's fused Q, K, V and gate, up: the same parameters in fewer matrices (and
+        // fewer LoRA adapters).
+        let (projections, biased) = match family.fused_projections {
+            false => (
+                vec![(w, q), (w, kv), (w, kv), (q, w), (w, f), (w, f), (f, w)],
+                3,
+            ),
+            true => (vec![(w, q + 2 * kv), (q, w), (w, 2 * f), (f, w)], 1),
+        };
         for (n, &(inputs, outputs)) in projections.iter().enumerate() {
-            // Qwen2's biases are on Q, K and V, the first three.
-            tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < 3));
+            // Qwen2's biases are on Q, K and V, the first three (the first, fused).
+            tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < biased));
         }
         layers.push(
             LayerEstimate::new(

@@ -11,6 +11,7 @@ mod cnn;
 mod gemma;
 mod llama;
 mod mlp;
+mod phi3;
 mod qwen3;
 mod recurrent;
 mod transformer;
@@ -180,6 +181,8 @@ families! {
     /// Gemma 3: Gemma 2's blocks with query and key norms and windowed layers of their own
     /// rotary base.
     Gemma3 = "gemma3" => gemma::GEMMA3;
+    /// Phi-3: the llama with Q, K and V in one matrix and the gate and up in another.
+    Phi3 = "phi3" => phi3::PHI3;
 }
 
 impl ModelKind {

@@ -12,6 +12,7 @@ use crate::engine::presets::Preset;
 pub const QWEN3: Llama = Llama {
     qk_norm: true,
     gemma: false,
+    fused_projections: false,
     hf: &[QWEN3_HF],
     presets: (&[SORT_QWEN3], &[]),
 };

@@ -7,7 +7,9 @@
 //! `1 + weight`, a norm after each sublayer as well as before it, a GeGLU feed-forward (tanh
 //! GELU), embeddings scaled by `sqrt(width)`; and, for any llama that sets them, sliding-window
 //! layers between global ones (`window`, `global_every`, their own rotary base) and
-//! soft-capped attention and output logits. No dropout, so runs are reproducible.
+//! soft-capped attention and output logits. Phi-3 holds Q, K and V as one matrix and the gate
+//! and up projections as another (`fused_projections`), as its checkpoints store them: the same
+//! parameters, in two matrices where Llama has five. No dropout, so runs are reproducible.
 //!
 //! Attention runs `strategies.attention`'s core: the naive one repeats each key/value head for
 //! its group of query heads, as Hugging Face's eager attention (`repeat_kv`) does, and keeps the
@@ -44,6 +46,9 @@ pub struct LlamaSize {
     pub head_dim: usize,
     /// RMSNorm over each query and key head before the rotation (Qwen3's `q_norm`, `k_norm`).
     pub qk_norm: bool,
+    /// Q, K and V as one `[width, (heads + 2 kv_heads) head_dim]` matrix, the gate and up
+    /// projections as one `[width, 2 ff]` (Phi-3's `qkv_proj` and `gate_up_proj`).
+    pub fused_projections: bool,
     pub ff: usize,
     pub tied: bool,
     pub qkv_bias: bool,
@@ -114,9 +119,7 @@ pub struct Llama {
 #[derive(Module, Debug)]
 struct Block {
     attention_norm: RmsNorm,
-    query: Linear,
-    key: Linear,
-    value: Linear,
+    qkv: Qkv,
     /// Qwen3's RMSNorms over each query and key head (`head_dim` wide); `None` elsewhere.
     query_norm: Option<RmsNorm>,
     key_norm: Option<RmsNorm>,
@@ -124,12 +127,40 @@ struct Block {
     /// Gemma's norm of the attention's output, before the residual sum; `None` elsewhere.
     post_attention_norm: Option<RmsNorm>,
     ff_norm: RmsNorm,
-    /// `linear_inner` is the gate (through SiLU, or Gemma's tanh GELU), `linear_outer` the up
-    /// projection.
-    swiglu: SwiGlu,
+    /// The gate (through SiLU, or Gemma's tanh GELU) and the up projection, apart or as one.
+    gate_up: GateUp,
     down: Linear,
     /// Gemma's norm of the feed-forward's output, before the residual sum; `None` elsewhere.
     post_ff_norm: Option<RmsNorm>,
+}
+
+/// The attention's input projections. One per block, built once: the separate variant's size
+/// costs nothing worth a box (burn derives no `Module` for one).
+#[allow(clippy::large_enum_variant)]
+#[derive(Module, Debug)]
+enum Qkv {
+    /// Three matrices (Llama's `q_proj`, `k_proj`, `v_proj`).
+    Separate(Separate),
+    /// One matrix whose outputs are the queries' heads, then the keys', then the values'
+    /// (Phi-3's `qkv_proj`).
+    Fused(Linear),
+}
+
+#[derive(Module, Debug)]
+struct Separate {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+}
+
+/// The feed-forward's gate and up projections.
+#[derive(Module, Debug)]
+enum GateUp {
+    /// `linear_inner` is the gate (through SiLU), `linear_outer` the up projection.
+    Separate(SwiGlu),
+    /// One matrix whose outputs are the gate's, then the up projection's (Phi-3's
+    /// `gate_up_proj`, split in two halves as its `chunk(2)` does).
+    Fused(Linear),
 }
 
 impl Llama {
@@ -158,15 +189,23 @@ impl Llama {
         let blocks = (0..size.layers)
             .map(|_| Block {
                 attention_norm: norm(),
-                query: linear(size.width, q_width, size.qkv_bias),
-                key: linear(size.width, kv_width, size.qkv_bias),
-                value: linear(size.width, kv_width, size.qkv_bias),
+                qkv: match size.fused_projections {
+                    false => Qkv::Separate(Separate {
+                        query: linear(size.width, q_width, size.qkv_bias),
+                        key: linear(size.width, kv_width, size.qkv_bias),
+                        value: linear(size.width, kv_width, size.qkv_bias),
+                    }),
+                    true => Qkv::Fused(linear(size.width, q_width + 2 * kv_width, size.qkv_bias)),
+                },
                 query_norm: head_norm(),
                 key_norm: head_norm(),
                 out: linear(q_width, size.width, false),
                 post_attention_norm: post_norm(),
                 ff_norm: norm(),
-                swiglu: SwiGluConfig::new(size.width, size.ff).init(device),
+                gate_up: match size.fused_projections {
+                    false => GateUp::Separate(SwiGluConfig::new(size.width, size.ff).init(device)),
+                    true => GateUp::Fused(linear(size.width, 2 * size.ff, false)),
+                },
                 down: linear(size.ff, size.width, false),
                 post_ff_norm: post_norm(),
             })
@@ -323,9 +362,26 @@ impl block::LayerForward for Layer {
         let split = |y: Tensor<3>, heads: usize| {
             y.reshape([batch, length, heads, head_dim]).swap_dims(1, 2)
         };
-        let q = split(dense(&block.query, normed.clone()), self.heads);
-        let k = split(dense(&block.key, normed.clone()), self.kv_heads);
-        let v = split(dense(&block.value, normed), self.kv_heads);
+        let (q, k, v) = match &block.qkv {
+            Qkv::Separate(separate) => (
+                split(dense(&separate.query, normed.clone()), self.heads),
+                split(dense(&separate.key, normed.clone()), self.kv_heads),
+                split(dense(&separate.value, normed), self.kv_heads),
+            ),
+            // Each head's outputs are adjacent: viewed as heads, the three are slices of
+            // one tensor along the heads, no copy.
+            Qkv::Fused(qkv) => {
+                let (heads, kv_heads) = (self.heads, self.kv_heads);
+                let all = dense(qkv, normed)
+                    .reshape([batch, length, heads + 2 * kv_heads, head_dim])
+                    .swap_dims(1, 2);
+                (
+                    all.clone().narrow(1, 0, heads),
+                    all.clone().narrow(1, heads, kv_heads),
+                    all.narrow(1, heads + kv_heads, kv_heads),
+                )
+            }
+        };
         hook.after(Op::Projection);
         // Qwen3 normalizes each query and key head over its own width before rotating it.
         let (q, k) = match (&block.query_norm, &block.key_norm) {
@@ -352,8 +408,17 @@ impl block::LayerForward for Layer {
         hook.after(Op::Residual);
         let normed = norm(&block.ff_norm, x.clone(), gemma);
         hook.after(Op::LayerNorm);
-        let gate = dense(&block.swiglu.linear_inner, normed.clone());
-        let up = dense(&block.swiglu.linear_outer, normed);
+        let (gate, up) = match &block.gate_up {
+            GateUp::Separate(swiglu) => (
+                dense(&swiglu.linear_inner, normed.clone()),
+                dense(&swiglu.linear_outer, normed),
+            ),
+            GateUp::Fused(gate_up) => {
+                let both = dense(gate_up, normed);
+                let ff = both.dims()[2] / 2;
+                (both.clone().narrow(2, 0, ff), both.narrow(2, ff, ff))
+            }
+        };
         hook.after(Op::Projection);
         let hidden = match gemma {
             false => silu(gate),

@@ -184,6 +184,7 @@ fn hf_seeds() -> Vec<Vec<u8>> {
         include_str!("../../../../tests/data/hf/qwen3-0.6b.json"),
         include_str!("../../../../tests/data/hf/gemma-2-2b.json"),
         include_str!("../../../../tests/data/hf/gemma-3-1b.json"),
+        include_str!("../../../../tests/data/hf/phi-3-mini-4k.json"),
     ]
     .map(|s| s.as_bytes().to_vec())
     .to_vec()
