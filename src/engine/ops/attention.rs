@@ -103,16 +103,12 @@ pub fn fused_grouped_masked_in_blocks(
     masking: Masking,
     rows: usize,
 ) -> Tensor<4> {
-    let [batch, heads, length, head_dim] = q.dims();
-    let kv_heads = k.dims()[1];
-    let group = heads / kv_heads;
-    let folded = q.reshape([batch, kv_heads, group * length, head_dim]);
     let shape = Shape {
         causal: true,
         rows: rows.max(1),
         masking,
     };
-    fused_shaped(folded, k, v, shape).reshape([batch, heads, length, head_dim])
+    fused_grouped_shaped(q, k, v, shape)
 }
 
 /// [`fused_grouped`] with blocks of `rows` folded query rows (the tests cross the seams
@@ -124,11 +120,22 @@ pub fn fused_grouped_in_blocks(
     causal: bool,
     rows: usize,
 ) -> Tensor<4> {
+    let shape = Shape {
+        causal,
+        rows: rows.max(1),
+        masking: Masking::default(),
+    };
+    fused_grouped_shaped(q, k, v, shape)
+}
+
+/// The grouped op of either kind: each key/value head's query heads folded into one block of
+/// rows, run as `shape` says, and unfolded.
+fn fused_grouped_shaped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, shape: Shape) -> Tensor<4> {
     let [batch, heads, length, head_dim] = q.dims();
     let kv_heads = k.dims()[1];
     let group = heads / kv_heads;
     let folded = q.reshape([batch, kv_heads, group * length, head_dim]);
-    fused_in_blocks(folded, k, v, causal, rows).reshape([batch, heads, length, head_dim])
+    fused_shaped(folded, k, v, shape).reshape([batch, heads, length, head_dim])
 }
 
 /// Hugging Face's `repeat_kv`: each key/value head repeated for its `group` of query heads,
