@@ -14,6 +14,7 @@ use super::device::{AdapterInfo, Gpu};
 use super::error::EngineError;
 use super::memory::Categories;
 use super::memory::largest::{Oversized, oversized};
+use super::models::{RoutedCounts, RoutingSource};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
 use super::overrides::apply_overrides;
 use super::phase::Phase;
@@ -65,6 +66,10 @@ pub struct Plan {
     /// The analytic model's estimate for the same config, for comparison.
     pub predicted_peak_bytes: u64,
     pub predicted: PredictedBytes,
+    /// A mixture of experts: the routing the plan assumed (even, `source` "balanced"), its
+    /// passes and the tokens each expert received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_load: Option<crate::engine::models::ExpertLoad>,
     /// The budget in bytes, when one was given.
     pub budget_bytes: Option<u64>,
     /// Whether the plan passed the budget's checks (the same as a run's); `None` without one.
@@ -137,7 +142,21 @@ pub async fn follow(
     gpu: &Gpu,
     on_step: &mut dyn FnMut(usize),
 ) -> Result<Timeline, EngineError> {
+    follow_routed(config, gpu, on_step, None).await
+}
+
+/// [`follow`], a mixture of experts routed as `replayed` (the passes a real run logged, in
+/// order) rather than evenly: the plan of that routing.
+pub async fn follow_routed(
+    config: RunConfig,
+    gpu: &Gpu,
+    on_step: &mut dyn FnMut(usize),
+    replayed: Option<Vec<RoutedCounts>>,
+) -> Result<Timeline, EngineError> {
     let mut run = Run::plan(config, gpu)?;
+    if let (Some(passes), Some(routing)) = (replayed, run.routing()) {
+        routing.set_source(RoutingSource::Replayed(passes));
+    }
     while !run.is_finished() {
         run.step().await?;
         on_step(run.steps_done());
@@ -208,6 +227,7 @@ pub async fn plan(
         fallbacks: summary.fallbacks.clone(),
         kept_by_op: summary.kept_by_op.clone(),
         oversized: oversized(&config, &gpu.adapter),
+        expert_load: timeline.expert_load.clone(),
         budget_bytes,
         fits,
         out_of_memory,

@@ -98,6 +98,36 @@ fn exit_code(err: &anyhow::Error) -> u8 {
 }
 
 /// Runs go to the GPU, started with the config's pools; plans to the planning device.
+/// A mixture of experts' routing: what the router did (or a plan assumed), and for a real run
+/// what that did to the high-water mark against the plan of even routing.
+fn print_routing(timeline: &engine::Timeline, planned: bool) -> anyhow::Result<()> {
+    let Some(load) = &timeline.expert_load else {
+        return Ok(());
+    };
+    println!("{}", load.describe());
+    if planned {
+        return Ok(());
+    }
+    let mut config = timeline.config.clone();
+    config.budget = None;
+    let planner = engine::device::planner()?;
+    let even = pollster::block_on(engine::plan::plan(&config, &planner, |_| {}))?;
+    let measured = timeline.summary.high_water_in_use_bytes;
+    let format = engine::format::ByteFormat::MIB_OR_GIB;
+    println!(
+        "high-water in use {}; the plan of even routing: {} ({} B {} by this run's routing)",
+        format.of(measured),
+        format.of(even.high_water_in_use_bytes),
+        measured.abs_diff(even.high_water_in_use_bytes),
+        if measured >= even.high_water_in_use_bytes {
+            "more"
+        } else {
+            "fewer"
+        }
+    );
+    Ok(())
+}
+
 fn device_for(purpose: engine::Purpose, config: &engine::RunConfig) -> anyhow::Result<engine::Gpu> {
     Ok(match purpose {
         engine::Purpose::Run => {
@@ -184,6 +214,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
         report::print_json(&timeline.summary)?;
     } else {
         report::print_table(&timeline.summary);
+        print_routing(&timeline, args.dry_run)?;
         if let Some(dir) = &args.out {
             println!(
                 "wrote {0}/timeline.json, {0}/timeline.csv, {0}/memory.svg, {0}/categories.svg, {0}/one-step.svg",

@@ -48,6 +48,9 @@ fn print_table(plan: &Plan) {
     println!();
     print_memory(plan);
     print_kept(plan);
+    if let Some(load) = &plan.expert_load {
+        println!("{}", load.describe());
+    }
     for fallback in &plan.fallbacks {
         println!(
             "fallback: {} = {}: {}",

@@ -39,6 +39,8 @@ pub mod limits {
     pub const LAYERS: (usize, usize) = (1, 96);
     pub const HIDDEN_LAYERS: (usize, usize) = (0, 16);
     pub const HEADS: (usize, usize) = (1, 128);
+    /// Experts in a block (Qwen3-MoE's 128, DeepSeek-V3's 256).
+    pub const EXPERTS: (usize, usize) = (1, 512);
     /// Token-table rows and learned positions a model may state beyond its data's own.
     pub const MODEL_VOCAB: (usize, usize) = (2, 262_144);
     pub const POSITIONS: (usize, usize) = (2, 131_072);
@@ -337,6 +339,13 @@ pub struct ModelConfig {
     /// Llama: output logits soft-capped at this (`final_logit_softcapping`). 0: not capped.
     #[serde(skip_serializing_if = "is_unset")]
     pub final_softcap: f64,
+    /// Mixtral and Qwen3-MoE: experts in each block's feed-forward, each a SwiGLU `ff` wide
+    /// (`num_local_experts`, `num_experts`). 0: a dense feed-forward.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub experts: usize,
+    /// Mixtral and Qwen3-MoE: the experts each token goes to (`num_experts_per_tok`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub experts_per_token: usize,
 }
 
 fn is_zero(value: &usize) -> bool {
@@ -395,6 +404,8 @@ impl Default for ModelConfig {
             local_rope_theta: 0.0,
             attn_softcap: 0.0,
             final_softcap: 0.0,
+            experts: 0,
+            experts_per_token: 0,
         }
     }
 }

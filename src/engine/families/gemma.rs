@@ -16,6 +16,7 @@ pub const GEMMA2: Llama = Llama {
     qk_norm: false,
     gemma: true,
     fused_projections: false,
+    moe: false,
     hf: &[GEMMA2_HF],
     presets: (&[SORT_GEMMA2], &[]),
 };
@@ -24,6 +25,7 @@ pub const GEMMA3: Llama = Llama {
     qk_norm: true,
     gemma: true,
     fused_projections: false,
+    moe: false,
     hf: &[GEMMA3_HF],
     presets: (&[SORT_GEMMA3], &[]),
 };

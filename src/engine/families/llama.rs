@@ -15,7 +15,7 @@ use crate::engine::hf_config::{Fields, HfType, divides};
 use crate::engine::memory::LayerEstimate;
 use crate::engine::memory::analytic::{F32, attention_block, linear_tensors};
 use crate::engine::memory::largest::{Oversized, TensorSizes, sequence_tensors};
-use crate::engine::models::{self, LlamaSize, Model};
+use crate::engine::models::{self, LlamaSize, Model, RoutingSource};
 use crate::engine::presets::Preset;
 use crate::engine::validate::{attention_sizes, attention_tables, float_in, int_in, kv_groups};
 
@@ -28,6 +28,9 @@ pub struct Llama {
     pub gemma: bool,
     /// Q, K and V in one matrix, the gate and up projections in another (Phi-3).
     pub fused_projections: bool,
+    /// A mixture of experts in each block in place of the dense feed-forward (Mixtral,
+    /// Qwen3-MoE): `model.experts` SwiGLUs, `model.experts_per_token` of them a token.
+    pub moe: bool,
     /// The Hugging Face types the family reads.
     pub hf: &'static [HfType],
     /// The family's own presets: playground runs, then plans.
@@ -39,6 +42,7 @@ pub const LLAMA: Llama = Llama {
     qk_norm: false,
     gemma: false,
     fused_projections: false,
+    moe: false,
     hf: &[LLAMA_HF, MISTRAL_HF, QWEN2_HF],
     presets: (&[], &[]),
 };
@@ -106,6 +110,7 @@ impl Family for Llama {
                 float_in(field, cap, limits::SOFTCAP)?;
             }
         }
+        self.check_experts(model)?;
         attention_tables(config)
     }
 
@@ -135,6 +140,13 @@ impl Family for Llama {
                 local_rope_theta: model.local_rope_theta,
                 attn_softcap: model.attn_softcap,
                 final_softcap: model.final_softcap,
+                experts: model.experts,
+                experts_per_token: model.experts_per_token,
+                // A dry run's buffers hold nothing to route by: a plan assumes even routing.
+                routing: match burn::cubecl::dry_run::dry_run() {
+                    true => RoutingSource::Balanced,
+                    false => RoutingSource::Measured,
+                },
             },
             device,
         ))
@@ -162,8 +174,18 @@ impl Family for Llama {
             OpPath::Fused => 2 * attention_block(full_scores),
         };
         let attention = scores + 4 * n * length * m.width as u64 * F32;
-        // The stream and the normalized input beside the gate, up and their product.
-        let feed_forward = n * length * (2 * m.width as u64 + 2 * m.ff as u64) * F32;
+        // The stream and the normalized input beside the gate, up and their product; a mixture
+        // of experts holds one expert's at a time, for its share of the tokens (even routing),
+        // beside the router's scores and the sum of the experts' outputs.
+        let feed_forward = match self.moe {
+            false => n * length * (2 * m.width as u64 + 2 * m.ff as u64) * F32,
+            true => {
+                let share = (n * length * m.experts_per_token as u64).div_ceil(m.experts as u64);
+                (n * length * (3 * m.width as u64 + m.experts as u64)
+                    + share * (2 * m.width as u64 + 2 * m.ff as u64))
+                    * F32
+            }
+        };
         attention.max(feed_forward)
     }
 
@@ -213,16 +235,22 @@ impl Family for Llama {
             true => ", Q, K and V in one matrix, the gate and up in one",
             false => "",
         };
+        let feed_forward = match (self.moe, self.gemma) {
+            (true, _) => format!(
+                "{} SwiGLU experts of width {} ({} a token, routing planned even)",
+                m.experts, m.ff, m.experts_per_token
+            ),
+            (false, true) => format!("GeGLU {}", m.ff),
+            (false, false) => format!("SwiGLU {}", m.ff),
+        };
         format!(
-            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, {} {}{fused}, {} tokens, \
-             {} output{extras}",
+            "{}, {} blocks of width {}, {} heads ({} key/value){heads}, {feed_forward}{fused}, \
+             {} tokens, {} output{extras}",
             m.kind.name(),
             m.layers,
             m.width,
             m.heads,
             m.kv_heads(),
-            if self.gemma { "GeGLU" } else { "SwiGLU" },
-            m.ff,
             config.token_rows(),
             if m.tied { "tied" } else { "untied" }
         )
@@ -240,7 +268,23 @@ impl Family for Llama {
             ),
             panel("ff", "model.ff", "SwiGLU width"),
         ];
-        FIELDS
+        const MOE_FIELDS: &[PanelField] = &[
+            panel("width", "model.width", "model width"),
+            panel("layers", "model.layers", "decoder blocks"),
+            panel("heads", "model.heads", "attention heads"),
+            panel(
+                "kv heads",
+                "model.kv_heads",
+                "key/value heads (0: one per head)",
+            ),
+            panel("ff", "model.ff", "each expert's SwiGLU width"),
+            panel("experts", "model.experts", "experts a block"),
+            panel("top-k", "model.experts_per_token", "experts a token"),
+        ];
+        match self.moe {
+            false => FIELDS,
+            true => MOE_FIELDS,
+        }
     }
 
     fn hf_types(&self) -> &'static [HfType] {
@@ -249,6 +293,36 @@ impl Family for Llama {
 
     fn presets(&self) -> (&'static [Preset], &'static [Preset]) {
         self.presets
+    }
+}
+
+impl Llama {
+    /// A mixture of experts' two fields, which a dense family must leave at 0.
+    fn check_experts(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+        if !self.moe {
+            for (field, value) in [
+                ("model.experts", model.experts),
+                ("model.experts_per_token", model.experts_per_token),
+            ] {
+                if value != 0 {
+                    return Err(ConfigError::invalid(
+                        field,
+                        format!(
+                            "{value}: {} has one dense feed-forward a block; 0 (the mixtral \
+                             and qwen3_moe families route each token to experts)",
+                            model.kind.name()
+                        ),
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        int_in("model.experts", model.experts, limits::EXPERTS)?;
+        int_in(
+            "model.experts_per_token",
+            model.experts_per_token,
+            (1, model.experts),
+        )
     }
 }
 
@@ -261,6 +335,12 @@ impl Family for Llama {
 /// row and head instead of the repeated keys and values.
 const LLAMA_KEPT_WIDTH: u64 = 8;
 const LLAMA_KEPT_FF: u64 = 5;
+
+/// A mixture of experts keeps, for each of a token's experts, its gathered input and its
+/// output (before the routing weight scales it); and two 32-bit indices (the token's row and
+/// its weight's), counted here in 4-byte units.
+const MOE_KEPT_WIDTH: u64 = 2;
+const MOE_KEPT_INDICES: u64 = 2;
 
 /// Gemma's blocks keep, beyond a llama's, per token: the two post-norms' inputs and
 /// normalized inputs, and the tanh GELU's intermediates (its input's cube, the tanh argument
@@ -296,14 +376,21 @@ fn layers(config: &RunConfig, b: u64, family: &Llama) -> Vec<LayerEstimate> {
         Trainable::Lora => 0,
         _ => 2 * d,
     };
+    // A mixture of experts keeps the dense feed-forward's tensors for each of a token's
+    // `top_k` experts, with each expert's gathered input and output, and the router's scores.
+    let (experts, top_k) = (m.experts as u64, m.experts_per_token as u64);
+    let feed_forward_kept = match family.moe {
+        false => LLAMA_KEPT_FF * ff,
+        true => top_k * (LLAMA_KEPT_FF * ff + MOE_KEPT_WIDTH * d + MOE_KEPT_INDICES) + experts,
+    };
     for i in 0..m.layers {
         let (per_token, scores) = match config.strategies.attention {
             OpPath::Naive => (
-                LLAMA_KEPT_WIDTH * d + norms_kept + LLAMA_KEPT_FF * ff,
+                LLAMA_KEPT_WIDTH * d + norms_kept + feed_forward_kept,
                 3 * heads * length * length,
             ),
             OpPath::Fused => (
-                (LLAMA_KEPT_WIDTH - 1) * d + norms_kept + 2 * kv_width + LLAMA_KEPT_FF * ff + heads,
+                (LLAMA_KEPT_WIDTH - 1) * d + norms_kept + 2 * kv_width + feed_forward_kept + heads,
                 0,
             ),
         };
@@ -328,20 +415,35 @@ fn layers(config: &RunConfig, b: u64, family: &Llama) -> Vec<LayerEstimate> {
         }
         // Phi-3's fused Q, K, V and gate, up: the same parameters in fewer matrices (and
         // fewer LoRA adapters).
-        let (projections, biased) = match family.fused_projections {
-            false => (
-                vec![(w, q), (w, kv), (w, kv), (q, w), (w, f), (w, f), (f, w)],
-                3,
-            ),
-            true => (vec![(w, q + 2 * kv), (q, w), (w, 2 * f), (f, w)], 1),
+        let (mut projections, biased) = match family.fused_projections {
+            false => (vec![(w, q), (w, kv), (w, kv), (q, w)], 3),
+            true => (vec![(w, q + 2 * kv), (q, w)], 1),
         };
+        match (family.moe, family.fused_projections) {
+            (false, false) => projections.extend([(w, f), (w, f), (f, w)]),
+            (false, true) => projections.extend([(w, 2 * f), (f, w)]),
+            // The router, then each expert's gate, up and down.
+            (true, _) => {
+                projections.push((w, m.experts));
+                for _ in 0..m.experts {
+                    projections.extend([(w, f), (w, f), (f, w)]);
+                }
+            }
+        }
         for (n, &(inputs, outputs)) in projections.iter().enumerate() {
             // Qwen2's biases are on Q, K and V, the first three (the first, fused).
             tensors.extend(linear_tensors(inputs, outputs, m.qkv_bias && n < biased));
         }
         layers.push(
             LayerEstimate::new(
-                format!("block{} d{d} ff{ff} h{heads}/{}", i + 1, m.kv_heads()),
+                match family.moe {
+                    false => format!("block{} d{d} ff{ff} h{heads}/{}", i + 1, m.kv_heads()),
+                    true => format!(
+                        "block{} d{d} {experts}x ff{ff} top{top_k} h{heads}/{}",
+                        i + 1,
+                        m.kv_heads()
+                    ),
+                },
                 tensors,
                 (b * length * (per_token + head_norms_kept) + b * scores) * F32,
             )

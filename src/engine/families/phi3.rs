@@ -15,6 +15,7 @@ pub const PHI3: Llama = Llama {
     qk_norm: false,
     gemma: false,
     fused_projections: true,
+    moe: false,
     hf: &[PHI3_HF],
     presets: (&[SORT_PHI3], &[]),
 };

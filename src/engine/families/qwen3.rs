@@ -13,6 +13,7 @@ pub const QWEN3: Llama = Llama {
     qk_norm: true,
     gemma: false,
     fused_projections: false,
+    moe: false,
     hf: &[QWEN3_HF],
     presets: (&[SORT_QWEN3], &[]),
 };

@@ -35,6 +35,11 @@ pub enum Op {
     Activation,
     /// The residual sums.
     Residual,
+    /// A mixture of experts' router: its scores, softmax and each token's top-k weights.
+    Router,
+    /// A mixture of experts' experts: each one's gathered tokens, SwiGLU and weighted output,
+    /// and their sum.
+    Experts,
     /// A whole block run as one recomputed node (`strategies.checkpointing = layers`): what it
     /// keeps is the block's input.
     Block,
@@ -56,6 +61,8 @@ impl Op {
             Self::Attention => "attention output (naive: weights x V; fused: the whole op)",
             Self::Activation => "GELU, or a llama's SiLU gate times up",
             Self::Residual => "residual sums",
+            Self::Router => "router (scores, top-k weights)",
+            Self::Experts => "experts (their tokens, SwiGLU, weighted sum)",
             Self::Block => "block inputs (each block recomputed in backward)",
             Self::Logits => "logits",
             Self::Loss => "loss",

@@ -27,6 +27,7 @@ use burn::tensor::{DType, Device, Int, Tensor};
 use super::block;
 use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::{LayerHook, Op};
+use super::moe::{Experts, ExpertsSize, Routing, RoutingSource};
 use super::rotary::Rotary;
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
@@ -71,6 +72,13 @@ pub struct LlamaSize {
     pub attn_softcap: f64,
     /// Output logits soft-capped at this (0: not capped).
     pub final_softcap: f64,
+    /// Experts in each block's feed-forward, each a SwiGLU `ff` wide (Mixtral, Qwen3-MoE; 0:
+    /// one dense feed-forward).
+    pub experts: usize,
+    /// The experts each token goes to.
+    pub experts_per_token: usize,
+    /// Where the experts' routing comes from (a plan assumes one).
+    pub routing: RoutingSource,
 }
 
 impl LlamaSize {
@@ -114,6 +122,11 @@ pub struct Llama {
     attn_softcap: f32,
     #[module(skip)]
     final_softcap: f32,
+    /// The experts' routing, shared by every block; `None` for a dense feed-forward.
+    #[module(skip)]
+    routing: Option<Routing>,
+    #[module(skip)]
+    experts_per_token: usize,
 }
 
 #[derive(Module, Debug)]
@@ -127,9 +140,12 @@ struct Block {
     /// Gemma's norm of the attention's output, before the residual sum; `None` elsewhere.
     post_attention_norm: Option<RmsNorm>,
     ff_norm: RmsNorm,
-    /// The gate (through SiLU, or Gemma's tanh GELU) and the up projection, apart or as one.
-    gate_up: GateUp,
-    down: Linear,
+    /// The gate (through SiLU, or Gemma's tanh GELU) and the up projection, apart or as one;
+    /// `None` in a mixture of experts.
+    gate_up: Option<GateUp>,
+    down: Option<Linear>,
+    /// A mixture of experts in place of the dense feed-forward.
+    experts: Option<Experts>,
     /// Gemma's norm of the feed-forward's output, before the residual sum; `None` elsewhere.
     post_ff_norm: Option<RmsNorm>,
 }
@@ -186,6 +202,8 @@ impl Llama {
         let norm = || norm_of(size.width);
         let head_norm = || size.qk_norm.then(|| norm_of(head_dim));
         let post_norm = || size.gemma.then(norm);
+        let routing = (size.experts > 0).then(|| Routing::new(size.routing.clone()));
+        let dense_ff = size.experts == 0;
         let blocks = (0..size.layers)
             .map(|_| Block {
                 attention_norm: norm(),
@@ -202,11 +220,23 @@ impl Llama {
                 out: linear(q_width, size.width, false),
                 post_attention_norm: post_norm(),
                 ff_norm: norm(),
-                gate_up: match size.fused_projections {
+                gate_up: dense_ff.then(|| match size.fused_projections {
                     false => GateUp::Separate(SwiGluConfig::new(size.width, size.ff).init(device)),
                     true => GateUp::Fused(linear(size.width, 2 * size.ff, false)),
-                },
-                down: linear(size.ff, size.width, false),
+                }),
+                down: dense_ff.then(|| linear(size.ff, size.width, false)),
+                experts: routing.as_ref().map(|routing| {
+                    Experts::new(
+                        &ExpertsSize {
+                            width: size.width,
+                            ff: size.ff,
+                            experts: size.experts,
+                            top_k: size.experts_per_token,
+                        },
+                        routing.clone(),
+                        device,
+                    )
+                }),
                 post_ff_norm: post_norm(),
             })
             .collect();
@@ -244,7 +274,16 @@ impl Llama {
                 .collect(),
             attn_softcap: size.attn_softcap as f32,
             final_softcap: size.final_softcap as f32,
+            routing,
+            experts_per_token: size.experts_per_token,
         }
+    }
+
+    /// The experts' routing and each token's experts, for a mixture of experts.
+    pub fn routing(&self) -> Option<(Routing, usize)> {
+        self.routing
+            .clone()
+            .map(|routing| (routing, self.experts_per_token))
     }
 
     /// The output layer (with the final norm), and the body's weight matrices.
@@ -408,24 +447,31 @@ impl block::LayerForward for Layer {
         hook.after(Op::Residual);
         let normed = norm(&block.ff_norm, x.clone(), gemma);
         hook.after(Op::LayerNorm);
-        let (gate, up) = match &block.gate_up {
-            GateUp::Separate(swiglu) => (
-                dense(&swiglu.linear_inner, normed.clone()),
-                dense(&swiglu.linear_outer, normed),
-            ),
-            GateUp::Fused(gate_up) => {
-                let both = dense(gate_up, normed);
-                let ff = both.dims()[2] / 2;
-                (both.clone().narrow(2, 0, ff), both.narrow(2, ff, ff))
+        let ff = match (&block.gate_up, &block.down, &block.experts) {
+            (Some(gate_up), Some(down), _) => {
+                let (gate, up) = match gate_up {
+                    GateUp::Separate(swiglu) => (
+                        dense(&swiglu.linear_inner, normed.clone()),
+                        dense(&swiglu.linear_outer, normed),
+                    ),
+                    GateUp::Fused(gate_up) => {
+                        let both = dense(gate_up, normed);
+                        let ff = both.dims()[2] / 2;
+                        (both.clone().narrow(2, 0, ff), both.narrow(2, ff, ff))
+                    }
+                };
+                hook.after(Op::Projection);
+                let hidden = match gemma {
+                    false => silu(gate),
+                    true => gelu_approximate(gate),
+                } * up;
+                hook.after(Op::Activation);
+                dense(down, hidden)
             }
+            (_, _, Some(experts)) => experts.forward(normed, hook),
+            _ => unreachable!("a block has a dense feed-forward or experts"),
         };
-        hook.after(Op::Projection);
-        let hidden = match gemma {
-            false => silu(gate),
-            true => gelu_approximate(gate),
-        } * up;
-        hook.after(Op::Activation);
-        let x = x + post_norm(&block.post_ff_norm, dense(&block.down, hidden), hook);
+        let x = x + post_norm(&block.post_ff_norm, ff, hook);
         hook.after(Op::Residual);
         x
     }

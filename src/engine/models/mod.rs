@@ -6,6 +6,7 @@ mod dense;
 mod hook;
 mod llama;
 mod mlp;
+mod moe;
 mod recurrent;
 mod rotary;
 mod transformer;
@@ -19,6 +20,7 @@ pub use dense::{Parts, TrainableCount, dense};
 pub use hook::{LayerHook, Op, Plain};
 pub use llama::{Llama, LlamaSize};
 pub use mlp::Mlp;
+pub use moe::{ExpertLoad, RoutedCounts, Routing, RoutingSource};
 pub use recurrent::Recurrent;
 pub use transformer::{Transformer, TransformerSize};
 
@@ -88,6 +90,15 @@ impl Model {
         let mut count = TrainableCount::default();
         self.visit(&mut count);
         count
+    }
+
+    /// A mixture of experts' routing (shared by its blocks), and each token's experts; `None`
+    /// for a dense model.
+    pub fn routing(&self) -> Option<(Routing, usize)> {
+        match self {
+            Self::Llama(m) => m.routing(),
+            _ => None,
+        }
     }
 
     /// Whether the model applies its activations itself (through a [`LayerHook`]).

@@ -378,6 +378,10 @@ pub struct Timeline {
     /// [`crate::engine::memory::trace::MAX_TRACE_POINTS`] points.
     #[serde(default)]
     pub one_step: Option<StepTrace>,
+    /// A mixture of experts: the tokens its routing sent each expert (measured in a real run,
+    /// assumed in a plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_load: Option<crate::engine::models::ExpertLoad>,
 }
 
 impl Timeline {

@@ -12,6 +12,7 @@ use crate::engine::error::EngineError;
 use crate::engine::memory::categories::{self, SetupBytes};
 use crate::engine::memory::trace::MAX_TRACE_POINTS;
 use crate::engine::memory::{Categories, MemoryPrediction, MemoryReading, StepTrace};
+use crate::engine::models::Routing;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 use crate::engine::strategies::trainable::ParamCounts;
@@ -58,6 +59,8 @@ pub struct Run {
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
     pace: Pace,
+    /// A mixture of experts' routing and each token's experts; `None` for a dense model.
+    routing: Option<(Routing, usize)>,
     /// Held for a plan's whole life: every launch is compiled and dropped, pages are carved
     /// without device memory behind them.
     _dry_run: Option<DryRun>,
@@ -66,6 +69,11 @@ pub struct Run {
 impl Run {
     pub fn config(&self) -> &RunConfig {
         &self.ctx.config
+    }
+
+    /// A mixture of experts' routing (a plan may replay a real run's through it).
+    pub fn routing(&self) -> Option<&Routing> {
+        self.routing.as_ref().map(|(routing, _)| routing)
     }
 
     pub fn prediction(&self) -> &MemoryPrediction {

@@ -48,6 +48,7 @@ impl Run {
             steps: self.steps,
             evals: self.evals,
             one_step: self.last_trace,
+            expert_load: self.routing.map(|(routing, top_k)| routing.load(top_k)),
         })
     }
 }

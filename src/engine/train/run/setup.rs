@@ -82,6 +82,7 @@ impl Run {
         let device = hooks.training_device(gpu.device.clone().autodiff());
         let mut meter = Meter::new(&device, config.memory_sampling, budget, baseline);
         let model = hooks.prepare_model(Model::build(&config, &data, &device));
+        let routing = model.routing();
         model.initialise_params();
         let with_weights = meter.read(Phase::Setup, Site::ModelParameters)?;
         hooks.setup(&mut Setup {
@@ -111,6 +112,7 @@ impl Run {
             evals: Vec::new(),
             latest_loss: None,
             pace: Pace::default(),
+            routing,
             ctx: Context {
                 config,
                 gpu: gpu.clone(),

@@ -1,0 +1,319 @@
+//! A mixture-of-experts feed-forward (Mixtral's and Qwen3-MoE's sparse block), computed as
+//! Hugging Face's eager implementation computes it: a router scores every expert for each
+//! token, each token goes to its `top_k` experts with the softmax weights of those, renormalized
+//! to sum to one; each expert (a SwiGLU) runs on the rows of the tokens it received, gathered
+//! from the input, and its weighted output is added back at those rows. Nothing is dropped and
+//! nothing padded: an expert holds activations for exactly the tokens it received.
+//!
+//! Which tokens an expert receives is data: the routing is read back to the host once a block
+//! (as `torch.where` over the expert mask syncs in transformers), and the gathered rows' counts
+//! size the expert's tensors. A plan runs on a dry run, whose buffers hold nothing, so it cannot
+//! read a routing: it assumes one ([`Routing`]): balanced (every expert receives `tokens x top_k
+//! / experts`, the remainder to the first ones) unless it is handed the counts a real run logged.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::{silu, softmax};
+use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
+
+use super::dense::dense;
+use super::hook::{LayerHook, Op};
+
+/// One expert: a SwiGLU feed-forward (Mixtral's `w1`, `w3`, `w2`; Qwen3-MoE's `gate_proj`,
+/// `up_proj`, `down_proj`).
+#[derive(Module, Debug)]
+struct Expert {
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+/// The sparse feed-forward of one block.
+#[derive(Module, Debug)]
+pub struct Experts {
+    /// `[width, experts]`, no bias (Mixtral's `gate`, Qwen3-MoE's `gate`).
+    router: Linear,
+    experts: Vec<Expert>,
+    #[module(skip)]
+    top_k: usize,
+    /// Where this block's routing comes from, shared by every block of the model.
+    #[module(skip)]
+    routing: Routing,
+}
+
+/// Tokens each expert received in one routed pass of one block, in expert order.
+pub type RoutedCounts = Vec<usize>;
+
+/// Where the routing of a block comes from: read from the router's choices (a real run), or
+/// assumed (a plan). One log for the whole model, every block's passes in the order they ran
+/// (forward passes, the recomputations of per-layer checkpointing, evaluation).
+#[derive(Clone, Debug)]
+pub struct Routing(Arc<Mutex<RoutingState>>);
+
+#[derive(Debug)]
+struct RoutingState {
+    source: RoutingSource,
+    /// Each routed pass's counts, in order.
+    log: Vec<RoutedCounts>,
+}
+
+/// What decides which tokens each expert receives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoutingSource {
+    /// The router's own top-k choices, read back from the device.
+    Measured,
+    /// Every expert receives `tokens x top_k / experts` (a plan's assumption).
+    Balanced,
+    /// The counts of these passes, in order (a plan of the routing a real run logged); balanced
+    /// past their end.
+    Replayed(Vec<RoutedCounts>),
+}
+
+impl Routing {
+    pub fn new(source: RoutingSource) -> Self {
+        Self(Arc::new(Mutex::new(RoutingState {
+            source,
+            log: Vec::new(),
+        })))
+    }
+
+    /// Every pass routed so far, in order.
+    pub fn log(&self) -> Vec<RoutedCounts> {
+        self.lock().log.clone()
+    }
+
+    /// Route the passes from now on from `source` (a plan replaying a real run's routing).
+    pub fn set_source(&self, source: RoutingSource) {
+        self.lock().source = source;
+    }
+
+    /// What the passes so far sent each expert, with `top_k` choices a token.
+    pub fn load(&self, top_k: usize) -> ExpertLoad {
+        let state = self.lock();
+        let experts = state.log.first().map_or(0, Vec::len);
+        let mut tokens = vec![0u64; experts];
+        let (mut largest, mut balanced) = (0, 0);
+        for pass in &state.log {
+            for (total, &count) in tokens.iter_mut().zip(pass) {
+                *total += count as u64;
+            }
+            let most = pass.iter().copied().max().unwrap_or(0);
+            let assignments: usize = pass.iter().sum();
+            let even = assignments.div_ceil(experts.max(1));
+            // The pass whose busiest expert is furthest over its even share.
+            if most * balanced.max(1) > largest * even.max(1) || largest == 0 {
+                (largest, balanced) = (most, even);
+            }
+        }
+        ExpertLoad {
+            source: match state.source {
+                RoutingSource::Measured => "measured",
+                RoutingSource::Balanced => "balanced",
+                RoutingSource::Replayed(_) => "replayed",
+            }
+            .to_string(),
+            experts,
+            top_k,
+            passes: state.log.len(),
+            tokens_per_expert: tokens,
+            busiest_pass_tokens: largest,
+            busiest_pass_even_tokens: balanced,
+            log: state.log.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RoutingState> {
+        // A panic elsewhere leaves the log as it was; keep reading it.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Which of `experts` each of the `tokens x top_k` assignments goes to (row-major: token,
+    /// then its k choices), read from `chosen` (`[tokens, top_k]`) or assumed.
+    fn assign(&self, chosen: Tensor<2, Int>, experts: usize) -> Vec<usize> {
+        let [tokens, top_k] = chosen.dims();
+        let mut state = self.lock();
+        let pass = state.log.len();
+        let assumed = match &state.source {
+            RoutingSource::Measured => None,
+            RoutingSource::Balanced => Some(None),
+            RoutingSource::Replayed(passes) => Some(passes.get(pass).cloned()),
+        };
+        let assignment = match assumed {
+            None => read(chosen, tokens, top_k, experts),
+            Some(Some(counts))
+                if counts.len() == experts && counts.iter().sum::<usize>() == tokens * top_k =>
+            {
+                assigned_by_counts(&counts)
+            }
+            Some(_) => balanced(tokens, top_k, experts),
+        };
+        let mut counts = vec![0; experts];
+        for &expert in &assignment {
+            counts[expert] += 1;
+        }
+        state.log.push(counts);
+        assignment
+    }
+}
+
+/// The tokens a run's routing sent each expert: the measured load a real run reports, or a
+/// plan's assumption.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpertLoad {
+    /// "measured" (a real run's router), "balanced" (a plan's assumption) or "replayed" (a plan
+    /// of a real run's logged routing).
+    pub source: String,
+    pub experts: usize,
+    pub top_k: usize,
+    /// Routed passes: every block's forward passes, the recomputations of per-layer
+    /// checkpointing and the evaluations.
+    pub passes: usize,
+    /// Tokens each expert received over all the passes (a token counts once for each of its
+    /// `top_k` experts).
+    pub tokens_per_expert: Vec<u64>,
+    /// The most tokens one expert received in one pass, in the pass furthest from even.
+    pub busiest_pass_tokens: usize,
+    /// What every expert of that pass would have received if it were even (rounded up).
+    pub busiest_pass_even_tokens: usize,
+    /// Each pass's counts, in order (for a plan that replays them; not exported).
+    #[serde(skip)]
+    pub log: Vec<RoutedCounts>,
+}
+
+impl ExpertLoad {
+    /// The load in a sentence: a plan's assumption, or what a run's router did.
+    pub fn describe(&self) -> String {
+        let even = self.busiest_pass_even_tokens;
+        if self.source == "balanced" {
+            return format!(
+                "routing assumed even: each of the {} experts receives tokens x {} / {} = {even} \
+                 tokens a pass (routing is data: a real run reports what its router did)",
+                self.experts, self.top_k, self.experts
+            );
+        }
+        let least = self.tokens_per_expert.iter().min().copied().unwrap_or(0);
+        let most = self.tokens_per_expert.iter().max().copied().unwrap_or(0);
+        let total: u64 = self.tokens_per_expert.iter().sum();
+        let ratio = self.busiest_pass_tokens as f64 / even.max(1) as f64;
+        format!(
+            "routing {} over {} passes: the {} experts received {least} to {most} tokens each \
+             (even: {}); in the pass furthest from even one expert received {} tokens where \
+             even routing gives {even} ({ratio:.2}x)",
+            self.source,
+            self.passes,
+            self.experts,
+            total / self.experts.max(1) as u64,
+            self.busiest_pass_tokens
+        )
+    }
+}
+
+/// The router's choices as read from the device. A read that fails (the device ran out of
+/// memory earlier in the step) routes as balanced: the step's loss reports the failure.
+fn read(chosen: Tensor<2, Int>, tokens: usize, top_k: usize, experts: usize) -> Vec<usize> {
+    match chosen.try_into_vec_as::<i64>() {
+        Ok(ids) => ids
+            .into_iter()
+            .map(|id| (id.max(0) as usize).min(experts - 1))
+            .collect(),
+        Err(_) => balanced(tokens, top_k, experts),
+    }
+}
+
+/// Assignment `a` (token `a / top_k`, its choice `a % top_k`) goes to expert `a % experts`:
+/// counts as even as they can be, and no token sent twice to one expert (`top_k <= experts`).
+fn balanced(tokens: usize, top_k: usize, experts: usize) -> Vec<usize> {
+    (0..tokens * top_k).map(|a| a % experts).collect()
+}
+
+/// An assignment with these counts per expert, each expert's assignments in a run. Which
+/// token goes where does not change a tensor's size; the counts do.
+fn assigned_by_counts(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .enumerate()
+        .flat_map(|(expert, &count)| std::iter::repeat_n(expert, count))
+        .collect()
+}
+
+/// The sizes of one block's experts.
+pub struct ExpertsSize {
+    pub width: usize,
+    /// Each expert's SwiGLU width (Mixtral's `intermediate_size`, Qwen3-MoE's
+    /// `moe_intermediate_size`).
+    pub ff: usize,
+    pub experts: usize,
+    pub top_k: usize,
+}
+
+impl Experts {
+    pub fn new(size: &ExpertsSize, routing: Routing, device: &Device) -> Self {
+        let linear = |inputs, outputs| {
+            LinearConfig::new(inputs, outputs)
+                .with_bias(false)
+                .init(device)
+        };
+        Self {
+            router: linear(size.width, size.experts),
+            experts: (0..size.experts)
+                .map(|_| Expert {
+                    gate: linear(size.width, size.ff),
+                    up: linear(size.width, size.ff),
+                    down: linear(size.ff, size.width),
+                })
+                .collect(),
+            top_k: size.top_k,
+            routing,
+        }
+    }
+
+    /// # Shapes
+    /// - input: `[batch, length, width]`
+    /// - output: `[batch, length, width]`
+    pub fn forward(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let [batch, length, width] = x.dims();
+        let tokens = batch * length;
+        let device = x.device();
+        let dtype = x.dtype();
+        let rows = x.reshape([tokens, width]);
+        // The router's softmax in f32, as transformers computes it, its top-k weights
+        // renormalized and cast back to the activations' type.
+        let scores = softmax(dense(&self.router, rows.clone()).cast(DType::F32), 1);
+        let chosen = scores.clone().detach().argtopk(self.top_k, 1);
+        let weights = scores.gather(1, chosen.clone());
+        let weights = weights.clone() / weights.sum_dim(1);
+        let weights = weights.cast(dtype).reshape([tokens * self.top_k]);
+        hook.after(Op::Router);
+        let assignment = self.routing.assign(chosen, self.experts.len());
+        let mut out = Tensor::<2>::zeros([tokens, width], (&device, dtype));
+        for (index, expert) in self.experts.iter().enumerate() {
+            let slots: Vec<i64> = assignment
+                .iter()
+                .enumerate()
+                .filter(|&(_, &to)| to == index)
+                .map(|(slot, _)| slot as i64)
+                .collect();
+            if slots.is_empty() {
+                continue;
+            }
+            let received = slots.len();
+            let token_ids: Vec<i64> = slots.iter().map(|&s| s / self.top_k as i64).collect();
+            let token_ids =
+                Tensor::<1, Int>::from_data(TensorData::new(token_ids, [received]), &device);
+            let slots = Tensor::<1, Int>::from_data(TensorData::new(slots, [received]), &device);
+            let input = rows.clone().select(0, token_ids.clone());
+            let hidden = silu(dense(&expert.gate, input.clone())) * dense(&expert.up, input);
+            let output =
+                dense(&expert.down, hidden) * weights.clone().select(0, slots).unsqueeze_dim(1);
+            out = out.select_assign(0, token_ids, output, IndexingUpdateOp::Add);
+        }
+        hook.after(Op::Experts);
+        out.reshape([batch, length, width])
+    }
+}
