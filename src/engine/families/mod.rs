@@ -10,6 +10,7 @@
 mod cnn;
 mod gemma;
 mod llama;
+mod mixtral;
 mod mlp;
 mod phi3;
 mod qwen3;
@@ -183,6 +184,8 @@ families! {
     Gemma3 = "gemma3" => gemma::GEMMA3;
     /// Phi-3: the llama with Q, K and V in one matrix and the gate and up in another.
     Phi3 = "phi3" => phi3::PHI3;
+    /// Mixtral: Mistral's blocks with a router over SwiGLU experts, a few of them a token.
+    Mixtral = "mixtral" => mixtral::MIXTRAL;
 }
 
 impl ModelKind {
