@@ -14,6 +14,7 @@ mod mixtral;
 mod mlp;
 mod phi3;
 mod qwen3;
+mod qwen3_moe;
 mod recurrent;
 mod transformer;
 
@@ -186,6 +187,8 @@ families! {
     Phi3 = "phi3" => phi3::PHI3;
     /// Mixtral: Mistral's blocks with a router over SwiGLU experts, a few of them a token.
     Mixtral = "mixtral" => mixtral::MIXTRAL;
+    /// Qwen3-MoE: Qwen3's attention with Mixtral's router over narrow SwiGLU experts.
+    Qwen3Moe = "qwen3_moe" => qwen3_moe::QWEN3_MOE;
 }
 
 impl ModelKind {
