@@ -198,6 +198,11 @@ fn fused_gemma3_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-gemma3");
 }
 
+#[test]
+fn fused_mixtral_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-mixtral");
+}
+
 /// Gemma's attention: grouped heads, a sliding window and soft-capped scores, fused in small
 /// uneven blocks against the naive path (repeated heads, capped scores, both masks).
 #[test]

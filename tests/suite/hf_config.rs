@@ -42,6 +42,8 @@ fn hf_configs_build_their_published_parameter_counts() {
         ("gemma-2-2b.json", 2_614_341_888),
         ("gemma-3-1b.json", 999_885_952),
         ("phi-3-mini-4k.json", 3_821_079_552),
+        ("mixtral-8x7b-v0.1.json", 46_702_792_704),
+        ("qwen3-30b-a3b.json", 30_532_122_624),
     ] {
         let config = from_file(file);
         assert_eq!(

@@ -32,9 +32,12 @@ fn plan_and_run(
     if !sets.iter().any(|set| set.starts_with("eval_batch_size=")) {
         config.eval_batch_size = split_sizes(&config.data).1;
     }
-    let planned =
-        pollster::block_on(plan::follow(config.clone(), planner, &mut |_| {})).expect("planned");
-    let measured = run(gpu, config);
+    // A mixture of experts is planned with the routing the run measured (a plan of even
+    // routing holds what even routing would): the counts are data, the rest is the plan's.
+    let measured = run(gpu, config.clone());
+    let routed = measured.expert_load.as_ref().map(|load| load.log.clone());
+    let planned = pollster::block_on(plan::follow_routed(config, planner, &mut |_| {}, routed))
+        .expect("planned");
     let mut differences = Vec::new();
     let mut reserved_gap = 0u64;
     for (p, m) in planned.steps.iter().zip(&measured.steps) {
@@ -248,6 +251,26 @@ fn gemma_plans_exactly() {
     ];
     for (preset, sets) in cases {
         plans_exactly(&gpu, &planner, preset, sets, 64);
+    }
+}
+
+/// Mixtral's experts hold activations for the tokens they received: planned with the routing
+/// the run measured, every reading agrees to the byte, with either attention, and under LoRA
+/// with per-layer checkpointing (each block's routing read again as it is recomputed).
+#[test]
+fn mixtral_plans_exactly_the_routing_it_ran() {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    let cases: [&[&str]; 3] = [
+        &[],
+        &["strategies.attention=fused"],
+        &[
+            "strategies.checkpointing=layers",
+            "strategies.trainable=lora",
+        ],
+    ];
+    for sets in cases {
+        plans_exactly(&gpu, &planner, "sort-mixtral", sets, 64);
     }
 }
 

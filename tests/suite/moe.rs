@@ -1,0 +1,177 @@
+//! Mixtures of experts (`engine::models::moe`): the tiny Mixtral builds what its estimate
+//! counts, trains with falling loss and reports what its router did; a plan says it assumed
+//! even routing; the fields a dense family has no place for, and a router vramlab does not
+//! build, are refused by name. (Plans of the routing a run measured: `plan.rs`.)
+
+use super::support::{config, gpu, loss_ends, run};
+use vramlab::engine::config::ModelKind;
+use vramlab::engine::device::planner;
+use vramlab::engine::hf_config;
+use vramlab::engine::memory::predict;
+use vramlab::engine::overrides::apply_override;
+use vramlab::engine::presets::preset;
+use vramlab::engine::{Purpose, Run};
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+
+#[test]
+fn the_tiny_mixtral_builds_what_its_estimate_counts() {
+    // A plan's dry run is the whole process's: no run may train beside it.
+    let (_lock, _) = gpu();
+    let small = config("sort-mixtral", &[]);
+    assert_eq!(small.model.kind, ModelKind::Mixtral);
+    let gpu = planner().expect("the planning device");
+    let built = Run::plan(small.clone(), &gpu)
+        .expect("the model builds")
+        .param_counts()
+        .model;
+    assert_eq!(built, predict(&small).param_count);
+    // Against the same llama with one dense SwiGLU of the experts' width: each block adds the
+    // router (64 x 4) and three more experts (3 x 3 x 64 x 96).
+    let mut dense = small.clone();
+    dense.model.kind = ModelKind::Llama;
+    (dense.model.experts, dense.model.experts_per_token) = (0, 0);
+    let per_block = 64 * 4 + 3 * 3 * 64 * 96;
+    assert_eq!(predict(&dense).param_count + 2 * per_block, built);
+}
+
+#[test]
+fn the_tiny_mixtral_trains_with_falling_loss_and_reports_its_routing() {
+    let (_lock, gpu) = gpu();
+    let timeline = run(
+        &gpu,
+        config(
+            "sort-mixtral",
+            &["steps=20", "eval_every=0", "batch_size=64"],
+        ),
+    );
+    let (first, last) = loss_ends(&timeline, 4);
+    let load = timeline
+        .expert_load
+        .expect("a mixture of experts reports its routing");
+    println!(
+        "sort-mixtral: loss {first:.4} -> {last:.4}; {}",
+        load.describe()
+    );
+    assert!(last < 0.9 * first, "loss {first} -> {last}");
+    assert_eq!(load.source, "measured");
+    assert_eq!((load.experts, load.top_k), (4, 2));
+    // Every training step routes both blocks (the end-of-run probes route more passes).
+    assert!(load.passes >= 2 * 20, "{} passes", load.passes);
+    assert_eq!(load.log.len(), load.passes);
+    // Each pass sends every token to two experts: 64 samples of 16 tokens in a step.
+    assert!(
+        load.log
+            .iter()
+            .all(|pass| pass.iter().sum::<usize>() % 2 == 0)
+    );
+    assert_eq!(load.log[0].iter().sum::<usize>(), 64 * 16 * 2);
+    let routed: u64 = load.log.iter().flatten().map(|&n| n as u64).sum();
+    assert_eq!(routed, load.tokens_per_expert.iter().sum::<u64>());
+    assert!(load.busiest_pass_tokens >= load.busiest_pass_even_tokens);
+}
+
+#[test]
+fn a_plan_of_a_mixture_of_experts_says_it_assumed_even_routing() {
+    let (_lock, _) = gpu();
+    let gpu = planner().expect("the planning device");
+    let plan = pollster::block_on(vramlab::engine::plan::plan(
+        &config("sort-mixtral", &["batch_size=63"]),
+        &gpu,
+        |_| {},
+    ))
+    .expect("planned");
+    let load = plan.expert_load.expect("the plan states its routing");
+    assert_eq!(load.source, "balanced");
+    // 63 samples of 16 tokens, two experts each, over four: 504 each, none more than one apart.
+    for pass in &load.log {
+        let (least, most) = (pass.iter().min().unwrap(), pass.iter().max().unwrap());
+        assert!(most - least <= 1, "{pass:?}");
+    }
+    assert_eq!(load.log[0], vec![504; 4]);
+    assert!(
+        load.describe().starts_with("routing assumed even"),
+        "{}",
+        load.describe()
+    );
+}
+
+#[test]
+fn mixtral_takes_lora_qlora_and_per_layer_checkpointing() {
+    let (_lock, gpu) = gpu();
+    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let with = |extra: &[&str]| {
+        let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
+        config("sort-mixtral", &sets)
+    };
+    let timeline = run(&gpu, with(&["strategies.trainable=lora"]));
+    assert!(timeline.summary.trainable_params < timeline.summary.params / 4);
+    let (first, last) = loss_ends(&timeline, 2);
+    println!("sort-mixtral lora: loss {first:.4} -> {last:.4}");
+    assert!(last < first, "lora: loss {first} -> {last}");
+    let layers = run(&gpu, with(&["strategies.checkpointing=layers"]));
+    let (first, last) = loss_ends(&layers, 2);
+    assert!(last < first, "checkpointing layers: loss {first} -> {last}");
+    // The recomputed blocks route again: more passes than the plain run's.
+    let plain = run(&gpu, with(&[]));
+    let passes = |t: &vramlab::engine::Timeline| t.expert_load.as_ref().unwrap().passes;
+    assert!(passes(&layers) > passes(&plain));
+    let qlora = with(&["strategies.trainable=lora", "strategies.weight_dtype=q4"]);
+    qlora
+        .validate_for(Purpose::Run)
+        .expect("QLoRA on a Mixtral");
+    let planner = planner().expect("the planning device");
+    Run::plan(qlora, &planner).expect("the QLoRA model builds");
+}
+
+#[test]
+fn expert_fields_are_refused_by_name_where_they_do_not_build() {
+    let refused = |base: &str, assignment: &str| {
+        let config = preset(base).unwrap();
+        match apply_override(&config, assignment) {
+            Err(err) => err.to_string(),
+            Ok(config) => config
+                .validate()
+                .expect_err(&format!("{assignment} on {base}"))
+                .to_string(),
+        }
+    };
+    let dense = refused("sort-llama", "model.experts=4");
+    assert!(
+        dense.contains("model.experts") && dense.contains("one dense feed-forward"),
+        "{dense}"
+    );
+    let too_many = refused("sort-mixtral", "model.experts_per_token=5");
+    assert!(
+        too_many.contains("model.experts_per_token") && too_many.contains("1..=4"),
+        "{too_many}"
+    );
+    let none = refused("sort-mixtral", "model.experts=0");
+    assert!(
+        none.contains("model.experts") && none.contains("1..=512"),
+        "{none}"
+    );
+    let text = std::fs::read_to_string(format!("{DIR}/mixtral-8x7b-v0.1.json")).unwrap();
+    for (from, to, expected) in [
+        (
+            "\"output_router_logits\": false",
+            "\"output_router_logits\": true",
+            "output_router_logits: true is not modelled",
+        ),
+        (
+            "\"use_cache\": true",
+            "\"use_cache\": true, \"router_jitter_noise\": 0.1",
+            "router_jitter_noise: 0.1 is not modelled",
+        ),
+        (
+            "\"num_experts_per_tok\": 2",
+            "\"num_experts_per_tok\": 9",
+            "num_experts_per_tok: 9 is out of range 1..=8",
+        ),
+    ] {
+        let changed = text.replace(from, to);
+        assert_ne!(changed, text, "{from}");
+        let err = hf_config::read(&changed).unwrap_err().to_string();
+        assert!(err.contains(expected), "{to}: {err}");
+    }
+}
