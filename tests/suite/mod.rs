@@ -16,6 +16,7 @@ mod hf_hub;
 mod high_water;
 mod imports;
 mod memory;
+mod page_native;
 mod plan;
 mod qlora;
 mod readme;

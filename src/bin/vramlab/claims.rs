@@ -179,8 +179,8 @@ pub fn compare_page(page: &Path, native: &Path) -> anyhow::Result<()> {
     let theirs = read_report(native, "a report of `vramlab claims --json`")?;
     let out = compare(&ours.rows, ours.bench, &theirs.rows, theirs.bench);
     println!(
-        "the page ({}, {:?}) against {} ({}, {:?}): {} of the {} cards the page ran have the \
-         native verdict",
+        "the page ({}; {}) against {} ({}; {}): {} of the {} cards the page ran have the native \
+         verdict",
         ours.adapter,
         ours.bench,
         native.display(),

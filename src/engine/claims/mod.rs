@@ -177,6 +177,26 @@ impl Bench {
     }
 }
 
+impl fmt::Display for Bench {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "shader-f16 {}, steps {}, {}",
+            if self.shader_f16 { "yes" } else { "no" },
+            if self.synced_steps {
+                "timed"
+            } else {
+                "only queued"
+            },
+            if self.device_per_run {
+                "a device per run"
+            } else {
+                "one device"
+            }
+        )
+    }
+}
+
 /// Why `metric` cannot be measured on `bench`, or `None` when it can.
 pub fn unmeasurable(metric: Metric, bench: Bench) -> Option<&'static str> {
     (metric == Metric::MsPerStep && !bench.synced_steps).then_some(
