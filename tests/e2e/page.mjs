@@ -358,8 +358,8 @@ const refused = await page.textContent('#refused');
 check(refused.includes('batch_size') && refused.includes('1..='), `bad edit refused: "${refused}"`);
 
 // 8. The lessons: "Run all lessons" runs every card in turn; each ends with a verdict or "not run
-// here" and a reason. With VRAMLAB_CLAIMS_JSON (the output of `vramlab claims --json` on the
-// same catalog) the verdicts are compared claim by claim and every difference is printed.
+// here" and a reason. The exported table (SHOTS/lessons.json) is held to the native claims by
+// `vramlab claims --compare-page` after this script (.ci/test).
 await page.$eval('#reset', (b) => b.click());
 await page.$eval('.strategy[data-field="strategies.grad_accumulation"] .lesson-link', (b) => b.click());
 const linkedCard = await page.$eval('#lessons .lesson[data-field="strategies.grad_accumulation"]', (c) => {
@@ -374,8 +374,7 @@ await page.waitForFunction(() => /all in/.test(document.querySelector('#lessons-
   null, { timeout: 1_200_000 });
 const lessonsSeconds = (Date.now() - lessonsStarted) / 1000;
 const lessonRows = await page.$$eval('#lessons .lesson', (cards) => cards.map((card) => ({
-  field: card.dataset.field, claim: card.dataset.claim, verdict: card.dataset.verdict,
-  text: card.querySelector('.verdict').textContent.trim() })));
+  field: card.dataset.field, claim: card.dataset.claim, verdict: card.dataset.verdict })));
 const cardReasons = await page.$$eval('#lessons .lesson .verdict', (ps) => ps.map((p) => p.textContent.trim()));
 console.log(`     run all lessons: ${lessonRows.length} cards in ${lessonsSeconds.toFixed(1)} s (${await page.textContent('#lessons-status')})`);
 for (const [i, row] of lessonRows.entries()) console.log(`       ${row.field}: ${row.claim}: ${cardReasons[i]}`);
@@ -385,20 +384,12 @@ check(lessonRows.length >= 14 && lessonRows.every((r) => ['h', 'p', 'd', 'n'].in
 const charted = await page.$$eval('#lessons .lesson', (cards) => cards.filter((c) => c.querySelector('svg[data-points]')).length);
 const ran = lessonRows.filter((r) => r.verdict !== 'n').length;
 check(charted === ran, `each lesson that ran draws its two runs (${charted} charts, ${ran} run)`);
-const nativeJson = process.env.VRAMLAB_CLAIMS_JSON;
-if (nativeJson) {
-  const letter = { holds: 'h', holds_partly: 'p', does_not_hold_here: 'd', not_run_here: 'n', not_measured: 'm' };
-  const native = JSON.parse(fs.readFileSync(nativeJson, 'utf8')).rows;
-  const both = lessonRows.filter((r) => r.verdict !== 'n');
-  const differ = [];
-  for (const row of both) {
-    const theirs = native.find((n) => n.field === row.field && n.claim === row.claim);
-    if (!theirs || letter[theirs.verdict] !== row.verdict) differ.push(`${row.field} "${row.claim}": page ${row.text}, native ${theirs?.verdict ?? 'missing'}`);
-  }
-  console.log(`     against ${nativeJson}: ${both.length - differ.length} of ${both.length} verdicts the same${differ.map((d) => `\n       differs: ${d}`).join('')}`);
-  check(both.every((r) => native.some((n) => n.field === r.field && n.claim === r.claim)),
-    'every lesson the page ran is in the native claims report');
-}
+// Fewer cards must not run than the adapter allows: the page counts, with the engine's rules,
+// the cards "Run all" can run on its adapter; the others are "not run here", and
+// `vramlab claims --compare-page` (.ci/test) holds each one's reason to the engine's and each
+// verdict to the native one's.
+const canRun = Number(await page.$eval('#lessons', (l) => l.dataset.canRun));
+check(canRun > 0 && ran === canRun, `as many lessons ran as this adapter allows in Run all (${ran} ran, ${canRun} allowed)`);
 const [lessonsDownload] = await Promise.all([page.waitForEvent('download'), page.$eval('#lessons-json', (b) => b.click())]);
 const lessonsFile = path.join(shots, 'lessons.json');
 await lessonsDownload.saveAs(lessonsFile);

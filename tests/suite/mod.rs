@@ -17,6 +17,7 @@ mod high_water;
 mod imports;
 mod memory;
 mod moe;
+mod page_native;
 mod plan;
 mod qlora;
 mod readme;

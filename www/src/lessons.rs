@@ -7,7 +7,8 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use vramlab::engine::claims::{
-    Bench, Measure, Outcome, Report, Row, Verdict, run_claim, side_config,
+    Bench, Measure, Outcome, Report, Row, Verdict, cannot_run, left_out_of_run_all, run_claim,
+    side_config,
 };
 use vramlab::engine::format::mib;
 use vramlab::engine::link::verdicts::letter;
@@ -46,18 +47,25 @@ impl Runner for Stepwise<'_> {
     }
 }
 
-/// Transformer lessons compile a transformer's kernels for each of their shapes, which takes a
-/// software GPU (SwiftShader) minutes a card: "Run all lessons" leaves them to their own card's
-/// button.
-fn runs_alone(claim: &Claim) -> bool {
-    matches!(
-        claim.base.preset,
-        "sort-transformer" | "sort-gpt" | "sort-llama"
-    )
+/// What this page measures on an adapter with or without shader-f16.
+fn bench_of(shader_f16: bool) -> Bench {
+    Bench::page(shader_f16)
 }
 
-/// Run `claim` with the engine, unless it runs only on its own (`alone` false: part of "Run
-/// all"); the engine says when this page cannot measure it.
+/// Cards "Run all lessons" runs on `bench`: every card but those the engine says the bench
+/// cannot measure or "Run all" leaves to their own button. The e2e holds the cards that ran to
+/// this count.
+fn run_all_can_run(bench: Bench) -> usize {
+    all_claims()
+        .into_iter()
+        .filter(|(entry, claim)| {
+            cannot_run(entry, claim, bench).is_none() && left_out_of_run_all(entry, claim).is_none()
+        })
+        .count()
+}
+
+/// Run `claim` with the engine, unless "Run all" (`alone` false) leaves it to its own button;
+/// the engine says when this page cannot measure it.
 async fn run_lesson(
     entry: &'static Entry,
     claim: &'static Claim,
@@ -65,25 +73,19 @@ async fn run_lesson(
     alone: bool,
 ) -> Outcome {
     let started = now_ms();
-    let bench = Bench {
-        shader_f16: gpu.adapter.shader_f16,
-        synced_steps: false,
-        device_per_run: false,
+    let bench = bench_of(gpu.adapter.shader_f16);
+    let left_out = if alone {
+        None
+    } else {
+        left_out_of_run_all(entry, claim)
     };
-    let mut outcome = if !alone && runs_alone(claim) {
-        let why = format!(
-            "left out of Run all: a transformer's kernels take a software GPU minutes to \
-             compile; run it with this card's button, or natively with `vramlab claims --only \
-             {}`",
-            entry.field
-        );
-        Outcome {
+    let mut outcome = match left_out {
+        Some(why) => Outcome {
             row: Row::unmeasured(entry, claim, claim.base.label(), Verdict::NotRunHere, why),
             off: None,
             on: None,
-        }
-    } else {
-        run_claim(&mut Stepwise(InProcess { gpu }), entry, claim, bench, None).await
+        },
+        None => run_claim(&mut Stepwise(InProcess { gpu }), entry, claim, bench, None).await,
     };
     outcome.row.seconds = (now_ms() - started) / 1000.0;
     outcome
@@ -202,12 +204,25 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
     let rows = move || -> Vec<Row> {
         outcomes.with(|o| o.iter().flatten().map(|o| o.row.clone()).collect())
     };
+    // What this page measures, once its adapter is known.
+    let bench = move || {
+        session
+            .live
+            .adapter
+            .with(|a| a.as_ref().map(|a| bench_of(a.shader_f16)))
+    };
     let export_json = move |_| {
         let report = Report {
             adapter: session
                 .live
                 .adapter
                 .with_untracked(|a| a.as_ref().map(|a| a.name.clone()).unwrap_or_default()),
+            bench: bench_of(
+                session
+                    .live
+                    .adapter
+                    .with_untracked(|a| a.as_ref().is_some_and(|a| a.shader_f16)),
+            ),
             seconds: all_seconds.get_untracked().unwrap_or_default(),
             rows: rows(),
         };
@@ -311,6 +326,10 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
                     </button>
                     {verdict}
                     <p class="mechanism">{claim.mechanism}</p>
+                    {claim.depends_on.map(|depends| view! {
+                        <p class="depends-on">"The verdict depends on " {depends}
+                            ": on another adapter it may differ."</p>
+                    })}
                     {move || (!series.with(Vec::is_empty)).then(|| view! {
                         <LineChart title=chart_title unit="MiB" series=series
                             id=format!("lesson-chart-{i}") />
@@ -321,7 +340,8 @@ pub fn LessonsPanel(editor: Editor, shared: Option<Vec<Option<Verdict>>>) -> imp
         .collect_view();
 
     view! {
-        <section class="panel" id="lessons">
+        <section class="panel" id="lessons"
+            data-can-run=move || bench().map(|b| run_all_can_run(b).to_string())>
             <div class="lessons-bar">
                 <h2>"Lessons"</h2>
                 <button id="run-all-lessons" disabled=busy on:click=move |_| run((0..count).collect())>

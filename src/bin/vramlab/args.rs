@@ -263,6 +263,22 @@ pub struct ClaimsArgs {
     /// With --data: a field of the table's data section, e.g. --set data.label=species.
     #[arg(long = "set", value_name = "data.FIELD=VALUE", requires = "data")]
     pub overrides: Vec<String>,
+    /// Judge as the page's "Run all lessons" does: no step timing (a page cannot wait for the
+    /// GPU inside a step), no claim about the allocator's pools (a page keeps one device), so
+    /// one run a side, and the transformer claims Run all leaves to their own card not run. The
+    /// verdicts to hold the page's lessons to (--compare-page).
+    #[arg(long)]
+    pub as_page: bool,
+    /// Run nothing: hold the page's lessons (its "Export JSON" after "Run all lessons") to the
+    /// native report --native (`vramlab claims --as-page --json`), card by card; exit 1 naming
+    /// each card whose verdict differs, that the native report lacks, or that the page left
+    /// "not run here" although its adapter can run it.
+    #[arg(long, value_name = "LESSONS.json", requires = "native",
+          conflicts_with_all = ["as_page", "json", "out", "only", "claim", "data"])]
+    pub compare_page: Option<PathBuf>,
+    /// With --compare-page: the native report, as `vramlab claims --as-page --json` prints it.
+    #[arg(long, value_name = "CLAIMS.json", requires = "compare_page")]
+    pub native: Option<PathBuf>,
 }
 
 impl ClaimsArgs {

@@ -4,15 +4,18 @@
 //! three runs), and a verdict needs a difference beyond their spread. Here each run is its own
 //! `vramlab train` process: the allocator's pools are fixed when a device starts, so a tip like
 //! the pool choice needs a fresh process, and a run stopped by its budget must not share one
-//! with the next. This module picks the claims, shows progress and writes the report.
+//! with the next. This module picks the claims, shows progress and writes the report, and holds
+//! the page's exported lessons to a native report (`engine::claims::compare`).
 
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::ConfigError;
-use vramlab::engine::claims::{Bench, Report, run_claim};
+use vramlab::engine::claims::{
+    Bench, Report, Row, Verdict, base_label, compare, left_out_of_run_all, run_claim,
+};
 use vramlab::engine::config::DataConfig;
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry};
@@ -21,12 +24,20 @@ use crate::subprocess::Subprocess;
 
 /// Run every claim of the catalog (or those about the `only` fields, and of those the ones whose
 /// folklore contains one of `texts`), with a progress bar on stderr; on `table` (a data section
-/// with its table read) instead of each claim's data.
+/// with its table read) instead of each claim's data. `as_page`: judged on what a page
+/// measures ([`Bench::as_page`]), and the claims a page's "Run all lessons" leaves to their own
+/// card not run, with its reason: the report the page's table is compared with.
 pub fn run_all(
     only: &[String],
     texts: &[String],
     table: Option<&DataConfig>,
+    as_page: bool,
 ) -> anyhow::Result<Report> {
+    let bench = if as_page {
+        Bench::as_page()
+    } else {
+        Bench::NATIVE
+    };
     let started = Instant::now();
     if let Some(unknown) = only.iter().find(|field| catalog::find(field).is_none()) {
         let known: Vec<&str> = catalog::CATALOG.iter().map(|e| e.field).collect();
@@ -71,10 +82,18 @@ pub fn run_all(
     for (entry, claim) in claims {
         bar.set_message(format!("{}: {}", entry.field, claim.folklore));
         let claim_started = Instant::now();
-        let mut outcome =
-            pollster::block_on(run_claim(&mut runner, entry, claim, Bench::NATIVE, table));
-        outcome.row.seconds = claim_started.elapsed().as_secs_f64();
-        rows.push(outcome.row);
+        let mut row = match left_out_of_run_all(entry, claim).filter(|_| as_page) {
+            Some(why) => Row::unmeasured(
+                entry,
+                claim,
+                base_label(claim, table),
+                Verdict::NotRunHere,
+                why,
+            ),
+            None => pollster::block_on(run_claim(&mut runner, entry, claim, bench, table)).row,
+        };
+        row.seconds = claim_started.elapsed().as_secs_f64();
+        rows.push(row);
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -83,6 +102,7 @@ pub fn run_all(
             .iter()
             .find(|r| !r.adapter.is_empty())
             .map_or(String::new(), |r| r.adapter.clone()),
+        bench,
         seconds: started.elapsed().as_secs_f64(),
         rows,
     })
@@ -142,6 +162,46 @@ pub fn markdown(report: &Report) -> String {
         ));
     }
     out
+}
+
+fn read_report(path: &Path, what: &str) -> anyhow::Result<Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not {what}", path.display()))
+        .map_err(|err| ConfigError::invalid("--compare-page", format!("{err:#}")).into())
+}
+
+/// `--compare-page PAGE --native NATIVE`: print how the page's lessons compare with the native
+/// report, card by card, and fail naming each difference.
+pub fn compare_page(page: &Path, native: &Path) -> anyhow::Result<()> {
+    let ours = read_report(page, "the page's exported lessons (a report with a bench)")?;
+    let theirs = read_report(native, "a report of `vramlab claims --json`")?;
+    let out = compare(&ours.rows, ours.bench, &theirs.rows, theirs.bench);
+    println!(
+        "the page ({}; {}) against {} ({}; {}): {} of the {} cards the page ran have the native \
+         verdict",
+        ours.adapter,
+        ours.bench,
+        native.display(),
+        theirs.adapter,
+        theirs.bench,
+        out.same,
+        out.ran
+    );
+    for allowed in &out.allowed {
+        println!("  differs where the claim allows it: {allowed}");
+    }
+    for difference in &out.differences {
+        println!("  differs: {difference}");
+    }
+    if !out.differences.is_empty() {
+        bail!(
+            "{} card(s) of the page differ from the native report",
+            out.differences.len()
+        );
+    }
+    Ok(())
 }
 
 pub fn write(path: &Path, text: &str) -> anyhow::Result<()> {

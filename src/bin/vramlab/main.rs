@@ -155,8 +155,11 @@ fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
 }
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
+    if let (Some(page), Some(native)) = (&args.compare_page, &args.native) {
+        return claims::compare_page(page, native);
+    }
     let table = args.table()?;
-    let report = claims::run_all(&args.only, &args.claim, table.as_ref())?;
+    let report = claims::run_all(&args.only, &args.claim, table.as_ref(), args.as_page)?;
     let markdown = claims::markdown(&report);
     if let Some(path) = &args.out {
         claims::write(path, &markdown)?;

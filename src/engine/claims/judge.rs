@@ -314,11 +314,7 @@ mod tests {
     use super::*;
     use crate::engine::strategies::catalog::claims;
 
-    const PAGE: Bench = Bench {
-        shader_f16: true,
-        synced_steps: false,
-        device_per_run: false,
-    };
+    const PAGE: Bench = Bench::page(true);
 
     /// The catalog's claim that starts with `folklore`.
     fn claim(folklore: &str) -> &'static Claim {

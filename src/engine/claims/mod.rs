@@ -6,8 +6,10 @@
 //! - `judge`: a claim's verdict from its two sides, part by part.
 //! - `budget`: the budget claim, whose sides are a stopped run and the run after it.
 //! - `runner`: a claim's runs as both fronts run them, into one report row.
+//! - `compare`: the page's rows held to the native report's, card by card.
 
 mod budget;
+mod compare;
 mod judge;
 mod runner;
 mod side;
@@ -23,6 +25,7 @@ use crate::engine::presets::{fit_batch, preset};
 use crate::engine::strategies::catalog::{Claim, Entry, Metric};
 
 pub use budget::{budget_for, judge_budget};
+pub use compare::{Comparison, Difference, compare};
 pub use judge::{Judgement, PartJudgement, judge, judge_sides};
 pub use runner::{Outcome, Report, Row, base_label, run_claim};
 pub use side::{Side, samples};
@@ -133,7 +136,8 @@ pub fn side_config_on(
 }
 
 /// What a front can measure, which decides the claims it can run and the parts it judges.
-#[derive(Clone, Copy, Debug)]
+/// Reports carry it, so two fronts' verdicts can be held to each other (`compare`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bench {
     /// The adapter has shader-f16 (without it f16 runs as f32).
     pub shader_f16: bool,
@@ -154,6 +158,43 @@ impl Bench {
         synced_steps: true,
         device_per_run: true,
     };
+
+    /// A page: one device for its life, steps only queued (so never timed), shader-f16 as its
+    /// adapter has it.
+    pub const fn page(shader_f16: bool) -> Self {
+        Self {
+            shader_f16,
+            synced_steps: false,
+            device_per_run: false,
+        }
+    }
+
+    /// The CLI judging as a page does (`vramlab claims --as-page`): no step timing and no claim
+    /// about the pools, so one run a side; shader-f16 as [`Bench::NATIVE`] presumes it. Its
+    /// verdicts are on the same figures as the page's, to be compared with them.
+    pub const fn as_page() -> Self {
+        Self::page(Self::NATIVE.shader_f16)
+    }
+}
+
+impl fmt::Display for Bench {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "shader-f16 {}, steps {}, {}",
+            if self.shader_f16 { "yes" } else { "no" },
+            if self.synced_steps {
+                "timed"
+            } else {
+                "only queued"
+            },
+            if self.device_per_run {
+                "a device per run"
+            } else {
+                "one device"
+            }
+        )
+    }
 }
 
 /// Why `metric` cannot be measured on `bench`, or `None` when it can.
@@ -201,16 +242,31 @@ pub fn cannot_run(entry: &Entry, claim: &Claim, bench: Bench) -> Option<String> 
     None
 }
 
+/// Why a page's "Run all lessons" leaves `claim` to its own card's button, or `None`: a
+/// transformer's kernels take a software GPU (SwiftShader) minutes a card to compile for each
+/// of their shapes. The only reason besides [`cannot_run`]'s for which a card of "Run all" may
+/// be "not run here" (`compare` holds the page to it).
+pub fn left_out_of_run_all(entry: &Entry, claim: &Claim) -> Option<String> {
+    let transformer = matches!(
+        claim.base.preset,
+        "sort-transformer" | "sort-gpt" | "sort-llama"
+    );
+    transformer.then(|| {
+        format!(
+            "left out of Run all: a transformer's kernels take a software GPU minutes to \
+             compile; run it with this card's button, or natively with `vramlab claims --only \
+             {}`",
+            entry.field
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::strategies::catalog::claims;
 
-    const PAGE_ON_SWIFTSHADER: Bench = Bench {
-        shader_f16: false,
-        synced_steps: false,
-        device_per_run: false,
-    };
+    const PAGE_ON_SWIFTSHADER: Bench = Bench::page(false);
 
     #[test]
     fn every_claim_runs_a_valid_config_on_both_sides() {

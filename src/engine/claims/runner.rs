@@ -2,7 +2,7 @@
 //! the budget claim, the budgeted run and the run after it), judged, into one [`Row`]. The CLI's
 //! report and the page's cards only say how a run trains (a [`Runner`]) and present the rows.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{DataConfig, RunConfig};
 use crate::engine::strategies::catalog::{Claim, Entry, Metric};
@@ -14,7 +14,7 @@ use super::{
 };
 
 /// One claim's line of a report, the same on both fronts; the JSON form is one of these a claim.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     /// The config field the claim is about.
     pub field: String,
@@ -92,10 +92,12 @@ impl Row {
     }
 }
 
-/// A whole report: the rows and what they took.
-#[derive(Clone, Debug, Serialize)]
+/// A whole report: the rows, what they took, and what its front measured (the page's export
+/// and `vramlab claims --json` alike, so one can be held to the other: `compare`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub adapter: String,
+    pub bench: Bench,
     pub seconds: f64,
     pub rows: Vec<Row>,
 }
@@ -285,11 +287,7 @@ mod tests {
         (outcome.row, runner.runs)
     }
 
-    const PAGE_WITHOUT_F16: Bench = Bench {
-        shader_f16: false,
-        synced_steps: false,
-        device_per_run: false,
-    };
+    const PAGE_WITHOUT_F16: Bench = Bench::page(false);
 
     #[test]
     fn a_claim_the_front_cannot_measure_runs_nothing_and_says_why() {

@@ -221,6 +221,10 @@ pub struct Claim {
     pub steps: usize,
     /// Why it comes out the way it does, in two sentences.
     pub mechanism: &'static str,
+    /// What the verdict depends on where two adapters can differ in it, in words; `None` when
+    /// it should be the same wherever the claim runs. Shown on the claim's card, and the only
+    /// claims whose page and native verdicts may differ (`engine::claims::compare`).
+    pub depends_on: Option<&'static str>,
 }
 
 /// A setting: its config field, how the page labels it, its values and what it does.
@@ -297,6 +301,7 @@ const fn claim(
         same_training,
         steps: STEPS,
         mechanism: "",
+        depends_on: None,
     }
 }
 
@@ -311,6 +316,13 @@ impl Claim {
 
     const fn also(self, also: &'static [Part]) -> Self {
         Self { also, ..self }
+    }
+
+    const fn depends_on(self, what: &'static str) -> Self {
+        Self {
+            depends_on: Some(what),
+            ..self
+        }
     }
 
     /// Every figure the claim is judged on: its metric, then its parts'.
@@ -458,7 +470,11 @@ pub const CATALOG: &[Entry] = &[
             &[], &["strategies.free_cache=step"], PeakReserved, 0.8, true)
             .because("Releasing the cache hands unused pages back, which lowers reserved memory \
              between steps. Bytes in use are untouched, and the next step allocates its pages \
-             again."),
+             again.")
+            .depends_on("the allocator's page kind: WebGPU builds of cubecl have exclusive pages \
+             only, sized to each allocation, so freeing the cache gives back most of what is \
+             reserved; native builds carve tensors out of shared pages (cubecl's adaptive \
+             pools), which the tensors living in them keep reserved"),
     ]),
     entry("strategies.data_residency", "data residency", &["host", "device"],
         "device: the training split lives on the GPU and batches are gathered there", &[

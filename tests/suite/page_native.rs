@@ -1,0 +1,105 @@
+//! CI's check that the page's lessons and the native claims agree (`vramlab claims
+//! --compare-page`, .ci/test): a page table and a native report written as the fronts write
+//! them, then the native one doctored. No GPU: the rows are staged, the command only compares.
+
+use std::path::Path;
+
+use vramlab::engine::claims::{
+    Bench, Measure, Report, Row, Verdict, cannot_run, left_out_of_run_all,
+};
+use vramlab::engine::strategies::catalog;
+
+use crate::suite::support::vramlab;
+
+/// Every claim as a front on `bench` writes it: "not run here" with the engine's reason where
+/// the bench cannot run it or Run all leaves it out, else held.
+fn report(bench: Bench, adapter: &str) -> Report {
+    let rows = catalog::claims()
+        .map(|(entry, claim)| {
+            let not_run =
+                cannot_run(entry, claim, bench).or_else(|| left_out_of_run_all(entry, claim));
+            let base = claim.base.label();
+            match not_run {
+                Some(why) => Row::unmeasured(entry, claim, base, Verdict::NotRunHere, why),
+                None => Row {
+                    runs_per_side: 1,
+                    off: Measure::of(vec![2.0; 11], 1),
+                    on: Measure::of(vec![1.0; 11], 1),
+                    ..Row::unmeasured(entry, claim, base, Verdict::Holds, "0.50x".into())
+                },
+            }
+        })
+        .collect();
+    Report {
+        adapter: adapter.into(),
+        bench,
+        seconds: 1.0,
+        rows,
+    }
+}
+
+fn write(path: &Path, report: &Report) {
+    std::fs::write(path, serde_json::to_string_pretty(report).unwrap()).unwrap();
+}
+
+fn compare(page: &Path, native: &Path) -> (Option<i32>, String) {
+    let out = vramlab(&[
+        "claims",
+        "--compare-page",
+        page.to_str().unwrap(),
+        "--native",
+        native.to_str().unwrap(),
+    ]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text)
+}
+
+#[test]
+fn the_compare_page_command_fails_on_a_doctored_native_verdict() {
+    let dir = std::env::temp_dir().join(format!("vramlab-page-native-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (page, native) = (dir.join("lessons.json"), dir.join("native-claims.json"));
+    write(&page, &report(Bench::page(false), "SwiftShader"));
+    let mut theirs = report(Bench::as_page(), "llvmpipe");
+    write(&native, &theirs);
+    let (code, text) = compare(&page, &native);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("cards the page ran have the native verdict"),
+        "{text}"
+    );
+
+    // One verdict flipped: the command fails and names the card.
+    let row = theirs
+        .rows
+        .iter_mut()
+        .find(|row| row.field == "eval_batch_size")
+        .unwrap();
+    row.verdict = Verdict::DoesNotHoldHere;
+    write(&native, &theirs);
+    let (code, text) = compare(&page, &native);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("differs: eval_batch_size \"keep the eval batch small\": page holds"),
+        "{text}"
+    );
+    assert!(text.contains("1 card(s) of the page differ"), "{text}");
+
+    // free_cache's verdict depends on the allocator's page kind: flipped, it is allowed.
+    for row in &mut theirs.rows {
+        row.verdict = match row.field.as_str() {
+            "strategies.free_cache" => Verdict::HoldsPartly,
+            "eval_batch_size" => Verdict::Holds,
+            _ => row.verdict,
+        };
+    }
+    write(&native, &theirs);
+    let (code, text) = compare(&page, &native);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("differs where the claim allows it: strategies.free_cache"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
