@@ -26,10 +26,20 @@ pub fn apply_override(config: &RunConfig, assignment: &str) -> Result<RunConfig,
     let mut doc = serde_json::to_value(config).expect("a RunConfig always serializes");
     let mut slot = &mut doc;
     let mut walked = Vec::new();
-    for key in path.split('.') {
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut unwritten = None;
+    for (depth, &key) in keys.iter().enumerate() {
         let Value::Object(map) = slot else {
             return Err(fail(format!("{} has no fields", walked.join("."))));
         };
+        // A field left out of the JSON form at its default (`model.window` at 0) is still a
+        // field: the last key may name one, which parsing the result decides.
+        if !map.contains_key(key) && depth + 1 == keys.len() {
+            let mut known: Vec<String> = map.keys().cloned().collect();
+            known.sort_unstable();
+            unwritten = Some((key, walked.join("."), known));
+            map.insert(key.to_string(), Value::Null);
+        }
         if !map.contains_key(key) {
             let mut known: Vec<&str> = map.keys().map(String::as_str).collect();
             known.sort_unstable();
@@ -48,7 +58,25 @@ pub fn apply_override(config: &RunConfig, assignment: &str) -> Result<RunConfig,
     }
     *slot = value;
     let text = doc.to_string();
-    let mut next = RunConfig::from_json(&text).map_err(|err| fail(err.to_string()))?;
+    let mut next = RunConfig::from_json(&text).map_err(|err| match &unwritten {
+        Some((key, parent, known)) if err.to_string().contains("unknown field") => {
+            let parent = if parent.is_empty() {
+                "the config"
+            } else {
+                parent.as_str()
+            };
+            // serde's list names the fields the JSON form leaves out at their defaults too.
+            let message = err.to_string();
+            let fields = match message.split_once("expected one of ") {
+                Some((_, listed)) => listed.replace('`', ""),
+                None => known.join(", "),
+            };
+            fail(format!(
+                "no field {key:?} in {parent}; its fields are: {fields}"
+            ))
+        }
+        _ => fail(err.to_string()),
+    })?;
     // The table is not part of the JSON form; it stays with the config (validation refuses it
     // if `data.label` no longer matches it).
     next.data.table = config.data.table.clone();

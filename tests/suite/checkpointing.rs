@@ -43,7 +43,7 @@ fn loss_and_grads(preset: &str, sets: &[&str]) -> (f32, Vec<(Vec<f32>, bool)>) {
     let model = hooks.prepare_model(Model::build(&config, &data, &device));
     let indices: Vec<usize> = (0..config.batch_size).collect();
     let batch = data.train.batch(&indices, data.targets_per_sample, &device);
-    let logits = model.forward(&batch.inputs, &mut Plain);
+    let logits = pollster::block_on(model.forward(&batch.inputs, &mut Plain));
     let loss = burn::nn::loss::CrossEntropyLossConfig::new()
         .init(&device)
         .forward(logits, batch.targets);

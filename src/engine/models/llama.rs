@@ -26,11 +26,11 @@ use burn::tensor::{DType, Device, Int, Tensor};
 
 use super::block;
 use super::dense::{Parts, dense, matrices_of, params_of};
-use super::hook::{LayerHook, Op};
+use super::hook::{LayerHook, Op, Plain};
 use super::moe::{Experts, ExpertsSize, Routing, RoutingSource};
 use super::rotary::Rotary;
 use crate::engine::config::OpPath;
-use crate::engine::ops::attention;
+use crate::engine::ops::{attention, recompute};
 
 /// The sizes a Llama-style decoder is built from (a Hugging Face config's fields, renamed).
 #[derive(Clone, Debug)]
@@ -302,7 +302,13 @@ impl Llama {
     /// # Shapes
     /// - input: `[batch, length]` token ids
     /// - output: `[batch, length, tokens]`
-    pub fn forward(&self, tokens: Tensor<2, Int>, hook: &mut impl LayerHook) -> Tensor<3> {
+    ///
+    /// Async: a mixture of experts reads each block's routing back from the device, which the
+    /// browser can only await. A dense model awaits nothing.
+    pub async fn forward(&self, tokens: Tensor<2, Int>, hook: &mut impl LayerHook) -> Tensor<3> {
+        if let Some(routing) = &self.routing {
+            routing.begin_pass();
+        }
         let mut x = self.tokens.forward(tokens);
         if self.gemma {
             // Gemma scales the embeddings by sqrt(width) (the tied output reads the table as
@@ -311,7 +317,16 @@ impl Llama {
         }
         hook.after(Op::Embedding);
         for (weights, &window) in self.blocks.iter().zip(&self.windows) {
-            x = block::run(&self.layer(weights, window), x, self.recompute, hook);
+            let layer = self.layer(weights, window);
+            x = match (weights.experts.is_some(), self.recompute) {
+                (false, _) => block::run(&layer, x, self.recompute, hook),
+                (true, false) => layer.run_async(x, hook, false).await,
+                (true, true) => {
+                    let x = recompute::checkpointed_async(&layer, x).await;
+                    hook.after(Op::Block);
+                    x
+                }
+            };
         }
         let x = norm(&self.final_norm, x, self.gemma);
         hook.after(Op::LayerNorm);
@@ -390,8 +405,10 @@ struct Layer {
     masking: attention::Masking,
 }
 
-impl block::LayerForward for Layer {
-    fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+impl Layer {
+    /// The block up to its feed-forward: attention and its residual sum, then the
+    /// feed-forward's norm. Returns the stream and the normalized stream.
+    fn attend(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> (Tensor<3>, Tensor<3>) {
         let block = &self.block;
         let [batch, length, _] = x.dims();
         let gemma = self.gemma;
@@ -447,33 +464,85 @@ impl block::LayerForward for Layer {
         hook.after(Op::Residual);
         let normed = norm(&block.ff_norm, x.clone(), gemma);
         hook.after(Op::LayerNorm);
-        let ff = match (&block.gate_up, &block.down, &block.experts) {
-            (Some(gate_up), Some(down), _) => {
-                let (gate, up) = match gate_up {
-                    GateUp::Separate(swiglu) => (
-                        dense(&swiglu.linear_inner, normed.clone()),
-                        dense(&swiglu.linear_outer, normed),
-                    ),
-                    GateUp::Fused(gate_up) => {
-                        let both = dense(gate_up, normed);
-                        let ff = both.dims()[2] / 2;
-                        (both.clone().narrow(2, 0, ff), both.narrow(2, ff, ff))
-                    }
-                };
-                hook.after(Op::Projection);
-                let hidden = match gemma {
-                    false => silu(gate),
-                    true => gelu_approximate(gate),
-                } * up;
-                hook.after(Op::Activation);
-                dense(down, hidden)
+        (x, normed)
+    }
+
+    /// The dense feed-forward of `normed` (the gate through SiLU or Gemma's tanh GELU, times
+    /// the up projection, down again).
+    fn dense_ff(
+        gate_up: &GateUp,
+        down: &Linear,
+        normed: Tensor<3>,
+        gemma: bool,
+        hook: &mut impl LayerHook,
+    ) -> Tensor<3> {
+        let (gate, up) = match gate_up {
+            GateUp::Separate(swiglu) => (
+                dense(&swiglu.linear_inner, normed.clone()),
+                dense(&swiglu.linear_outer, normed),
+            ),
+            GateUp::Fused(gate_up) => {
+                let both = dense(gate_up, normed);
+                let ff = both.dims()[2] / 2;
+                (both.clone().narrow(2, 0, ff), both.narrow(2, ff, ff))
             }
-            (_, _, Some(experts)) => experts.forward(normed, hook),
-            _ => unreachable!("a block has a dense feed-forward or experts"),
         };
-        let x = x + post_norm(&block.post_ff_norm, ff, hook);
+        hook.after(Op::Projection);
+        let hidden = match gemma {
+            false => silu(gate),
+            true => gelu_approximate(gate),
+        } * up;
+        hook.after(Op::Activation);
+        dense(down, hidden)
+    }
+
+    /// The residual sum of the feed-forward's output `ff` (through Gemma's post-norm).
+    fn add_ff(&self, x: Tensor<3>, ff: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let x = x + post_norm(&self.block.post_ff_norm, ff, hook);
         hook.after(Op::Residual);
         x
+    }
+
+    /// The whole block, awaiting a mixture of experts' routing; kept for backward's
+    /// recomputation when `recomputed` (the block is checkpointed).
+    async fn run_async(
+        &self,
+        x: Tensor<3>,
+        hook: &mut impl LayerHook,
+        recomputed: bool,
+    ) -> Tensor<3> {
+        let (x, normed) = self.attend(x, hook);
+        let ff = match (&self.block.gate_up, &self.block.down, &self.block.experts) {
+            (_, _, Some(experts)) => experts.forward(normed, hook, recomputed).await,
+            (Some(gate_up), Some(down), None) => {
+                Self::dense_ff(gate_up, down, normed, self.gemma, hook)
+            }
+            _ => unreachable!("a block has a dense feed-forward or experts"),
+        };
+        self.add_ff(x, ff, hook)
+    }
+}
+
+impl recompute::RecomputableAsync for Layer {
+    async fn forward_async(&self, x: Tensor<3>) -> Tensor<3> {
+        self.run_async(x, &mut Plain, true).await
+    }
+}
+
+impl block::LayerForward for Layer {
+    /// The whole block; a mixture of experts routes as its forward pass did (this runs only
+    /// as backward's recomputation of a checkpointed block: forward passes await
+    /// [`Layer::run_async`]).
+    fn run(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let (x, normed) = self.attend(x, hook);
+        let ff = match (&self.block.gate_up, &self.block.down, &self.block.experts) {
+            (_, _, Some(experts)) => experts.forward_recomputed(normed, hook),
+            (Some(gate_up), Some(down), None) => {
+                Self::dense_ff(gate_up, down, normed, self.gemma, hook)
+            }
+            _ => unreachable!("a block has a dense feed-forward or experts"),
+        };
+        self.add_ff(x, ff, hook)
     }
 }
 

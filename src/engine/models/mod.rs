@@ -115,7 +115,9 @@ impl Model {
     /// only at the query positions (the second half of the input), except a decoder, which
     /// predicts the next token at every position. The MLP and the CNN apply
     /// their activations through `hook`; the recurrent and attention layers are burn's own.
-    pub fn forward(&self, inputs: &BatchInputs, hook: &mut impl LayerHook) -> Tensor<2> {
+    ///
+    /// Async: a mixture of experts awaits its routing (see `Llama::forward`).
+    pub async fn forward(&self, inputs: &BatchInputs, hook: &mut impl LayerHook) -> Tensor<2> {
         match (self, inputs) {
             (Self::Mlp(m), BatchInputs::Floats(x)) => m.forward(x.clone(), hook),
             (Self::Cnn(m), BatchInputs::Floats(x)) => m.forward(x.clone(), hook),
@@ -127,7 +129,7 @@ impl Model {
             }
             (Self::Transformer(m), BatchInputs::Tokens(t)) => answers(m.forward(t.clone(), hook)),
             (Self::Llama(m), BatchInputs::Tokens(t)) => {
-                let per_position = m.forward(t.clone(), hook);
+                let per_position = m.forward(t.clone(), hook).await;
                 let [batch, length, classes] = per_position.dims();
                 per_position.reshape([batch * length, classes])
             }

@@ -7,9 +7,12 @@
 //!
 //! Which tokens an expert receives is data: the routing is read back to the host once a block
 //! (as `torch.where` over the expert mask syncs in transformers), and the gathered rows' counts
-//! size the expert's tensors. A plan runs on a dry run, whose buffers hold nothing, so it cannot
-//! read a routing: it assumes one ([`Routing`]): balanced (every expert receives `tokens x top_k
-//! / experts`, the remainder to the first ones) unless it is handed the counts a real run logged.
+//! size the expert's tensors. The read is awaited, so the forward pass is async (the browser
+//! cannot block on the GPU); backward's recomputation of a checkpointed block routes as its
+//! forward pass did, from the assignment kept then. A plan runs on a dry run, whose buffers hold
+//! nothing, so it cannot read a routing: it assumes one ([`RoutingSource`]): balanced (every
+//! expert receives `tokens x top_k / experts`, the remainder to the first ones) unless it is
+//! handed the counts a real run logged.
 
 use std::sync::{Arc, Mutex};
 
@@ -59,6 +62,9 @@ struct RoutingState {
     source: RoutingSource,
     /// Each routed pass's counts, in order.
     log: Vec<RoutedCounts>,
+    /// The assignments of this forward pass's checkpointed blocks, for backward's
+    /// recomputation to route as they did (it pops them last block first).
+    recompute: Vec<Vec<usize>>,
 }
 
 /// What decides which tokens each expert receives.
@@ -78,6 +84,7 @@ impl Routing {
         Self(Arc::new(Mutex::new(RoutingState {
             source,
             log: Vec::new(),
+            recompute: Vec::new(),
         })))
     }
 
@@ -133,10 +140,25 @@ impl Routing {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// A forward pass begins: assignments a dropped graph kept for its recomputation (a
+    /// probe's) are not this pass's.
+    pub fn begin_pass(&self) {
+        self.lock().recompute.clear();
+    }
+
     /// Which of `experts` each of the `tokens x top_k` assignments goes to (row-major: token,
-    /// then its k choices), read from `chosen` (`[tokens, top_k]`) or assumed.
-    fn assign(&self, chosen: Tensor<2, Int>, experts: usize) -> Vec<usize> {
+    /// then its k choices), read from `chosen` (`[tokens, top_k]`) or assumed; kept for the
+    /// recomputation of a checkpointed block when `recomputed`.
+    async fn choose(&self, chosen: Tensor<2, Int>, experts: usize, recomputed: bool) -> Vec<usize> {
         let [tokens, top_k] = chosen.dims();
+        // Read in every mode: the read is where the device's queued work is flushed, and a plan
+        // must flush where the run does or fusion keeps other tensors alive (seen: an
+        // evaluation's high-water 160 KB apart). A dry run's read gives nothing to route by.
+        let read = chosen.into_data_async().await.ok().and_then(|data| {
+            data.try_cast_as::<i64>()
+                .ok()
+                .and_then(|data| data.try_into_vec::<i64>().ok())
+        });
         let mut state = self.lock();
         let pass = state.log.len();
         let assumed = match &state.source {
@@ -145,7 +167,7 @@ impl Routing {
             RoutingSource::Replayed(passes) => Some(passes.get(pass).cloned()),
         };
         let assignment = match assumed {
-            None => read(chosen, tokens, top_k, experts),
+            None => chosen_experts(read, tokens, top_k, experts),
             Some(Some(counts))
                 if counts.len() == experts && counts.iter().sum::<usize>() == tokens * top_k =>
             {
@@ -158,7 +180,18 @@ impl Routing {
             counts[expert] += 1;
         }
         state.log.push(counts);
+        if recomputed {
+            state.recompute.push(assignment.clone());
+        }
         assignment
+    }
+
+    /// The assignment the forward pass chose for the block backward now recomputes.
+    fn recomputed(&self) -> Vec<usize> {
+        self.lock()
+            .recompute
+            .pop()
+            .expect("a recomputed block was routed by its forward pass")
     }
 }
 
@@ -214,15 +247,20 @@ impl ExpertLoad {
     }
 }
 
-/// The router's choices as read from the device. A read that fails (the device ran out of
+/// The router's choices as read from the device. A read that failed (the device ran out of
 /// memory earlier in the step) routes as balanced: the step's loss reports the failure.
-fn read(chosen: Tensor<2, Int>, tokens: usize, top_k: usize, experts: usize) -> Vec<usize> {
-    match chosen.try_into_vec_as::<i64>() {
-        Ok(ids) => ids
+fn chosen_experts(
+    read: Option<Vec<i64>>,
+    tokens: usize,
+    top_k: usize,
+    experts: usize,
+) -> Vec<usize> {
+    match read {
+        Some(ids) if ids.len() == tokens * top_k => ids
             .into_iter()
             .map(|id| (id.max(0) as usize).min(experts - 1))
             .collect(),
-        Err(_) => balanced(tokens, top_k, experts),
+        _ => balanced(tokens, top_k, experts),
     }
 }
 
@@ -273,25 +311,72 @@ impl Experts {
         }
     }
 
+    /// The expert mixture of `x`, the routing read back from the device (awaited); kept for
+    /// backward's recomputation when `recomputed` (the block is checkpointed).
+    ///
     /// # Shapes
     /// - input: `[batch, length, width]`
     /// - output: `[batch, length, width]`
-    pub fn forward(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+    pub async fn forward(
+        &self,
+        x: Tensor<3>,
+        hook: &mut impl LayerHook,
+        recomputed: bool,
+    ) -> Tensor<3> {
+        let routed = self.route(x);
+        hook.after(Op::Router);
+        let assignment = self
+            .routing
+            .choose(routed.chosen.clone(), self.experts.len(), recomputed)
+            .await;
+        self.combine(routed, &assignment, hook)
+    }
+
+    /// The expert mixture of `x` as backward recomputes a checkpointed block: routed as its
+    /// forward pass was.
+    pub fn forward_recomputed(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        let routed = self.route(x);
+        hook.after(Op::Router);
+        let assignment = self.routing.recomputed();
+        self.combine(routed, &assignment, hook)
+    }
+
+    /// The router: each token's top-k experts and their weights, softmax in f32 as
+    /// transformers computes it, renormalized and cast back to the activations' type.
+    fn route(&self, x: Tensor<3>) -> Routed {
         let [batch, length, width] = x.dims();
         let tokens = batch * length;
-        let device = x.device();
-        let dtype = x.dtype();
         let rows = x.reshape([tokens, width]);
-        // The router's softmax in f32, as transformers computes it, its top-k weights
-        // renormalized and cast back to the activations' type.
         let scores = softmax(dense(&self.router, rows.clone()).cast(DType::F32), 1);
         let chosen = scores.clone().detach().argtopk(self.top_k, 1);
         let weights = scores.gather(1, chosen.clone());
         let weights = weights.clone() / weights.sum_dim(1);
-        let weights = weights.cast(dtype).reshape([tokens * self.top_k]);
-        hook.after(Op::Router);
-        let assignment = self.routing.assign(chosen, self.experts.len());
-        let mut out = Tensor::<2>::zeros([tokens, width], (&device, dtype));
+        let dtype = rows.dtype();
+        Routed {
+            weights: weights.cast(dtype).reshape([tokens * self.top_k]),
+            rows,
+            chosen,
+            shape: [batch, length, width],
+        }
+    }
+
+    /// Each expert on the rows `assignment` sends it, weighted, added back at their rows.
+    fn combine(
+        &self,
+        routed: Routed,
+        assignment: &[usize],
+        hook: &mut impl LayerHook,
+    ) -> Tensor<3> {
+        let Routed {
+            rows,
+            weights,
+            chosen,
+            shape,
+        } = routed;
+        drop(chosen);
+        let [tokens, width] = rows.dims();
+        let device = rows.device();
+        let mut out = Tensor::<2>::zeros([tokens, width], (&device, rows.dtype()));
         for (index, expert) in self.experts.iter().enumerate() {
             let slots: Vec<i64> = assignment
                 .iter()
@@ -314,6 +399,17 @@ impl Experts {
             out = out.select_assign(0, token_ids, output, IndexingUpdateOp::Add);
         }
         hook.after(Op::Experts);
-        out.reshape([batch, length, width])
+        out.reshape(shape)
     }
+}
+
+/// A block's routing before the experts run.
+struct Routed {
+    /// The input, a row a token.
+    rows: Tensor<2>,
+    /// Each token's top-k weights, flattened (`[tokens x top_k]`).
+    weights: Tensor<1>,
+    /// Each token's top-k experts (`[tokens, top_k]`).
+    chosen: Tensor<2, Int>,
+    shape: [usize; 3],
 }

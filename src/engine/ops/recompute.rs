@@ -38,6 +38,15 @@ pub trait Recomputable: Module + 'static {
     fn forward(&self, x: Tensor<3>) -> Tensor<3>;
 }
 
+/// A layer whose forward pass awaits the device in the middle (a mixture of experts reads its
+/// routing back): its first, plain forward pass runs through this; the recomputation in
+/// backward runs [`Recomputable::forward`], which must then route as the first pass did.
+pub trait RecomputableAsync: Recomputable {
+    /// The layer's forward pass, awaiting what it reads back, keeping what the recomputation
+    /// needs to repeat it.
+    fn forward_async(&self, x: Tensor<3>) -> impl Future<Output = Tensor<3>>;
+}
+
 /// The training device's backend: `layers` is the device's whole checkpointing, so burn's own
 /// strategy is off.
 type Ad = Autodiff<Cube, NoCheckpointing>;
@@ -47,9 +56,26 @@ type Tracked = super::bridge::Tracked<NoCheckpointing>;
 /// device without autodiff (evaluation) it is the plain forward pass.
 pub fn checkpointed<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
     match Route::of(&x) {
-        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => record(layer, x),
+        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => record(layer, x, None),
         // burn's own checkpointing and `layers` are one field's two values: never both.
         _ => layer.forward(x),
+    }
+}
+
+/// [`checkpointed`] for a layer whose forward pass awaits the device: its plain forward pass
+/// runs first, awaited, and the node then keeps only `x` as [`checkpointed`]'s does.
+pub async fn checkpointed_async<L: RecomputableAsync>(layer: &L, x: Tensor<3>) -> Tensor<3> {
+    match Route::of(&x) {
+        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => {
+            let tracked = x
+                .clone()
+                .try_into_primitive::<Ad>()
+                .expect("Route::of checked this tensor's backend");
+            let input: Raw = tracked.primitive().clone();
+            let output = layer.valid().forward_async(plain(input)).await;
+            record(layer, x, Some(raw(output)))
+        }
+        _ => layer.forward_async(x).await,
     }
 }
 
@@ -104,9 +130,10 @@ impl ModuleMapper for FreshLeaves {
 /// power of two (burn's autodiff nodes have a fixed number of parents). The order of
 /// [`TrackedParams`] and [`FreshLeaves`] is the module's visiting order, the same for both, so
 /// the i-th fresh leaf stands for the (i + 1)-th parent.
-const MOST_PARENTS: usize = 128;
+const MOST_PARENTS: usize = 2048;
 
-fn record<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
+/// The node for `layer` on `x`; its plain forward pass's `output` when it ran already.
+fn record<L: Recomputable>(layer: &L, x: Tensor<3>, output: Option<Raw>) -> Tensor<3> {
     let x = x
         .try_into_primitive::<Ad>()
         .expect("Route::of checked this tensor's backend");
@@ -118,17 +145,23 @@ fn record<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
     let parents = 1 + params.found.len();
     // Each arm is the same node with room for `N` parents; unused places are untracked.
     match parents.next_power_of_two() {
-        0..=2 => node::<L, 2>(layer, x, params),
-        4 => node::<L, 4>(layer, x, params),
-        8 => node::<L, 8>(layer, x, params),
-        16 => node::<L, 16>(layer, x, params),
-        32 => node::<L, 32>(layer, x, params),
-        64 => node::<L, 64>(layer, x, params),
-        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params),
+        0..=2 => node::<L, 2>(layer, x, params, output),
+        4 => node::<L, 4>(layer, x, params, output),
+        8 => node::<L, 8>(layer, x, params, output),
+        16 => node::<L, 16>(layer, x, params, output),
+        32 => node::<L, 32>(layer, x, params, output),
+        64 => node::<L, 64>(layer, x, params, output),
+        128 => node::<L, 128>(layer, x, params, output),
+        256 => node::<L, 256>(layer, x, params, output),
+        512 => node::<L, 512>(layer, x, params, output),
+        1024 => node::<L, 1024>(layer, x, params, output),
+        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params, output),
         _ => {
-            // A layer of more than 127 parameter tensors: none is built here; run it whole
-            // rather than fail.
+            // A layer of more parameter tensors than a node takes: none is built here; run it
+            // whole rather than fail.
             let x = Tensor::from_primitive::<Ad>(x);
+            // A plain pass that ran already is dropped: the graph's pass repeats it.
+            drop(output);
             layer.forward(x)
         }
     }
@@ -138,6 +171,7 @@ fn node<L: Recomputable, const N: usize>(
     layer: &L,
     x: Tracked,
     params: TrackedParams,
+    output: Option<Raw>,
 ) -> Tensor<3> {
     let TrackedParams { found, flags } = params;
     let input: Raw = x.primitive().clone();
@@ -148,7 +182,7 @@ fn node<L: Recomputable, const N: usize>(
     let nodes = inputs.each_ref().map(|tensor| tensor.node());
     // The forward pass on plain tensors: no graph, nothing of the layer's kept.
     let plain_layer = layer.valid();
-    let output = raw(plain_layer.forward(plain(input.clone())));
+    let output = output.unwrap_or_else(|| raw(plain_layer.forward(plain(input.clone()))));
     let step = LayerBackward::<L> {
         _layer: PhantomData,
     };

@@ -13,7 +13,7 @@ impl Run {
     pub async fn finish(mut self) -> Result<Timeline, EngineError> {
         self.read_back_losses().await?;
         let activation_layers_in_use = self.trainer.probe_activations(&mut self.ctx).await?;
-        let kept_by_op = self.trainer.probe_kept_by_op(&mut self.ctx)?;
+        let kept_by_op = self.trainer.probe_kept_by_op(&mut self.ctx).await?;
         let launches_watched = self.ctx.meter.watches_launches();
         let Context {
             config,

@@ -87,7 +87,7 @@ impl BurnTrainer {
         index: usize,
         picked: &[usize],
     ) -> Result<(GradientsParams, bool, Tensor<1>), EngineError> {
-        let (mut accumulated, step_loss) = self.passes(ctx, model, index, picked)?;
+        let (mut accumulated, step_loss) = self.passes(ctx, model, index, picked).await?;
         let (grads, mut reads) = ctx.hooks.gradients(accumulated.grads(), model);
         // A plan follows the shapes of a step that applies its update.
         if reads.is_empty() || ctx.plan {
@@ -104,7 +104,7 @@ impl BurnTrainer {
     /// Forward and backward over each pass of the batch (one, unless a strategy cuts it); each
     /// phase keeps its largest reading over the passes. Returns the summed gradients and the
     /// step's loss.
-    fn passes(
+    async fn passes(
         &mut self,
         ctx: &mut Context,
         model: &Model,
@@ -126,7 +126,7 @@ impl BurnTrainer {
                 .unwrap_or_else(|| data.train.batch(pass, data.targets_per_sample, device));
             meter.checkpoint(Phase::Upload, Site::BatchUpload)?;
             let mut tap = LayerTap::new(hooks.keeps_activation_inputs(), meter);
-            let logits = forward(hooks, model, &batch.inputs, &mut tap);
+            let logits = forward(hooks, model, &batch.inputs, &mut tap).await;
             tap.finish()?;
             let kept_logits = hooks.keeps_logits().then(|| logits.clone());
             let mut loss = self.loss(&self.loss, logits, batch.targets);
@@ -216,7 +216,7 @@ impl BurnTrainer {
             // Without a graph each layer's input is freed once its output exists, so the
             // evaluation's peak is inside the forward pass: the meter's high-water mark sees it.
             let mut tap = LayerTap::new(hooks.keeps_activation_inputs(), meter);
-            let logits = forward(hooks, &model, &inputs, &mut tap);
+            let logits = forward(hooks, &model, &inputs, &mut tap).await;
             tap.finish()?;
             let with_logits = meter.read(Phase::Eval, Site::EvalLogits)?;
             memory = memory.max(with_logits);
@@ -266,7 +266,7 @@ impl BurnTrainer {
         })
     }
 
-    pub fn probe_activations(&self, ctx: &mut Context) -> Result<Vec<u64>, EngineError> {
+    pub async fn probe_activations(&self, ctx: &mut Context) -> Result<Vec<u64>, EngineError> {
         let model = self.model();
         if !model.has_tapped_activations() {
             return Ok(Vec::new());
@@ -280,7 +280,7 @@ impl BurnTrainer {
             .range_batch(0, len, data.targets_per_sample, inner);
         let before = ctx.meter.peek(Phase::Eval)?.in_use_bytes;
         let mut tap = LayerTap::new(ctx.hooks.keeps_activation_inputs(), &mut ctx.meter).probing();
-        drop(forward(&ctx.hooks, &model, &batch.inputs, &mut tap));
+        drop(forward(&ctx.hooks, &model, &batch.inputs, &mut tap).await);
         let readings = tap.finish()?;
         Ok(readings
             .into_iter()
@@ -290,7 +290,7 @@ impl BurnTrainer {
 
     /// One training forward pass and loss through autodiff, read after each op; the graph is
     /// dropped without a backward pass.
-    pub fn probe_kept_by_op(&self, ctx: &mut Context) -> Result<Vec<(Op, u64)>, EngineError> {
+    pub async fn probe_kept_by_op(&self, ctx: &mut Context) -> Result<Vec<(Op, u64)>, EngineError> {
         let model = self.model();
         if !matches!(model, Model::Transformer(_) | Model::Llama(_)) {
             return Ok(Vec::new());
@@ -301,7 +301,7 @@ impl BurnTrainer {
             .train
             .range_batch(0, len, data.targets_per_sample, &ctx.device);
         let mut tap = KeptByOp::new(&mut ctx.meter)?;
-        let logits = forward(&ctx.hooks, model, &batch.inputs, &mut tap);
+        let logits = forward(&ctx.hooks, model, &batch.inputs, &mut tap).await;
         let loss = self.loss(&self.loss, logits, batch.targets);
         tap.after(Op::Loss);
         let kept = tap.finish();
@@ -317,7 +317,7 @@ impl BurnTrainer {
         let n = points.len() / 2;
         let model = self.model().valid();
         let points = Tensor::<2>::from_data(TensorData::new(points, [n, 2]), &ctx.gpu.device);
-        let logits = forward(&ctx.hooks, &model, &BatchInputs::Floats(points), &mut Plain);
+        let logits = forward(&ctx.hooks, &model, &BatchInputs::Floats(points), &mut Plain).await;
         let probability = burn::tensor::activation::softmax(logits, 1)
             .slice([0..n, 1..2])
             .reshape([n]);
@@ -343,7 +343,7 @@ fn scored_hits(
 
 /// The model's forward pass in the precision the strategies compute in: float inputs cast to
 /// it, f32 logits out for the loss.
-fn forward(
+async fn forward(
     hooks: &Hooks,
     model: &Model,
     inputs: &BatchInputs,
@@ -355,8 +355,8 @@ fn forward(
         _ => inputs.clone(),
     };
     let logits = match hooks.compute_model(model) {
-        Some(copy) => copy.forward(inputs, tap),
-        None => model.forward(inputs, tap),
+        Some(copy) => copy.forward(inputs, tap).await,
+        None => model.forward(inputs, tap).await,
     };
     match dtype {
         Some(_) => logits.cast(FloatDType::F32),

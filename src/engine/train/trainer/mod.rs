@@ -106,7 +106,7 @@ impl Trainer {
     /// training samples, above in use before it: what `inplace_activation` changes.
     pub async fn probe_activations(&mut self, ctx: &mut Context) -> Result<Vec<u64>, EngineError> {
         match self {
-            Self::Burn(t) => t.probe_activations(ctx),
+            Self::Burn(t) => t.probe_activations(ctx).await,
             Self::Fused(t) => t.probe_activations(ctx).await,
         }
     }
@@ -114,12 +114,12 @@ impl Trainer {
     /// A transformer's training forward pass: the bytes each op leaves for backward (see
     /// `Summary::kept_by_op`). Empty for other models and for the fused MLP, which keeps no
     /// graph.
-    pub fn probe_kept_by_op(
+    pub async fn probe_kept_by_op(
         &mut self,
         ctx: &mut Context,
     ) -> Result<Vec<(crate::engine::models::Op, u64)>, EngineError> {
         match self {
-            Self::Burn(t) => t.probe_kept_by_op(ctx),
+            Self::Burn(t) => t.probe_kept_by_op(ctx).await,
             Self::Fused(_) => Ok(Vec::new()),
         }
     }
