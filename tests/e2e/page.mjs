@@ -332,6 +332,24 @@ check(gradB < 0.3 * gradA && stateB < 0.3 * stateA && paramB >= paramA,
   'LoRA: gradients and optimizer state shrink on the page, the frozen parameters stay');
 await page.screenshot({ path: path.join(shots, '5b-lora.png'), fullPage: true });
 
+// 5b2. A mixture of experts on WebGPU: the tiny Mixtral trains a few steps, each block's
+// routing read back (awaited) from the GPU; the summary says what its router did and the
+// exported run carries the measured tokens per expert.
+await page.goto(`${base}#preset=sort-mixtral&steps=3&eval_every=0&batch_size=16`);
+await page.reload();
+await page.waitForSelector('#shader-f16', { timeout: 120_000 });
+check(await trainToEnd('sort-mixtral, 3 steps at batch 16') === 'finished', 'the mixture of experts trains on WebGPU');
+const routingLine = await page.textContent('#expert-load');
+const [moeDownload] = await Promise.all([page.waitForEvent('download'), page.$eval('#export-json', (b) => b.click())]);
+const moeFile = path.join(shots, 'moe-run.json');
+await moeDownload.saveAs(moeFile);
+const moeLoad = JSON.parse(fs.readFileSync(moeFile, 'utf8')).expert_load;
+console.log(`     ${routingLine}`);
+check(routingLine.startsWith('routing measured') && moeLoad?.source === 'measured'
+  && moeLoad.passes >= 3 * 2 && moeLoad.tokens_per_expert.length === 4,
+  `the page reports the router's measured load (${JSON.stringify(moeLoad?.tokens_per_expert)} over ${moeLoad?.passes} passes)`);
+await page.screenshot({ path: path.join(shots, '5b2-moe.png'), fullPage: true });
+
 // 5c. The max-batch finder: under a budget, its trials appear as they run, some out of memory,
 // and its answer goes into the batch size field.
 await page.goto(`${base}#preset=circle-tiny&budget=160KiB`);

@@ -171,6 +171,7 @@ pub fn SummaryCard(timeline: RwSignal<Option<Timeline>>) -> impl IntoView {
                         <dt title="in the browser the page cannot wait for the GPU inside a step: this is the time to queue it">"ms/step to queue (median)"</dt><dd>{format!("{:.1}", s.median_step_ms)}</dd>
                     </dl>
                     <p class="explain" id="high-water-is">"High-water: " {s.high_water_is.clone()}</p>
+                    {t.expert_load.as_ref().map(|load| view! { <p class="explain" id="expert-load">{load.describe()}</p> })}
                     <dl>
                     </dl>
                     {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.to_string()}</p> }).collect_view()}
