@@ -62,6 +62,7 @@ const SMALL_SHAPES: &[(&str, &[&str])] = &[
         ],
     ),
     ("sort-llama", &[]),
+    ("sort-mixtral", &[]),
     (
         "sort-llama",
         &[

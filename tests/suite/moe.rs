@@ -176,3 +176,69 @@ fn expert_fields_are_refused_by_name_where_they_do_not_build() {
         assert!(err.contains(expected), "{to}: {err}");
     }
 }
+
+#[test]
+fn the_tiny_qwen3_moe_trains_with_falling_loss() {
+    let (_lock, gpu) = gpu();
+    let timeline = run(
+        &gpu,
+        config(
+            "sort-qwen3-moe",
+            &["steps=20", "eval_every=0", "batch_size=64"],
+        ),
+    );
+    let (first, last) = loss_ends(&timeline, 4);
+    let load = timeline.expert_load.expect("its routing");
+    println!(
+        "sort-qwen3-moe: loss {first:.4} -> {last:.4}; {}",
+        load.describe()
+    );
+    assert!(last < 0.9 * first, "loss {first} -> {last}");
+    assert_eq!((load.experts, load.top_k), (8, 2));
+}
+
+/// Qwen3-30B-A3B as read: Qwen3's heads, 128 experts of `moe_intermediate_size` (the dense
+/// `intermediate_size` sizes nothing when every layer is sparse), and what vramlab's Qwen3-MoE
+/// does not build refused by name.
+#[test]
+fn qwen3_moe_reads_its_experts_and_refuses_what_it_does_not_build() {
+    let text = std::fs::read_to_string(format!("{DIR}/qwen3-30b-a3b.json")).unwrap();
+    let model = hf_config::read(&text).unwrap().model;
+    assert_eq!(model.kind, ModelKind::Qwen3Moe);
+    assert_eq!(
+        (
+            model.experts,
+            model.experts_per_token,
+            model.ff,
+            model.head_dim
+        ),
+        (128, 8, 768, 128)
+    );
+    for (from, to, expected) in [
+        (
+            "\"norm_topk_prob\": true",
+            "\"norm_topk_prob\": false",
+            "norm_topk_prob: false (the class default when absent) is not modelled",
+        ),
+        (
+            "\"mlp_only_layers\": []",
+            "\"mlp_only_layers\": [0, 1]",
+            "mlp_only_layers: [0,1] is not modelled",
+        ),
+        (
+            "\"decoder_sparse_step\": 1",
+            "\"decoder_sparse_step\": 2",
+            "decoder_sparse_step: 2 is not modelled",
+        ),
+        (
+            "\"num_experts_per_tok\": 8",
+            "\"num_experts_per_tok\": 129",
+            "num_experts_per_tok: 129 is out of range 1..=128",
+        ),
+    ] {
+        let changed = text.replace(from, to);
+        assert_ne!(changed, text, "{from}");
+        let err = hf_config::read(&changed).unwrap_err().to_string();
+        assert!(err.contains(expected), "{to}: {err}");
+    }
+}

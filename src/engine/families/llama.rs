@@ -175,14 +175,15 @@ impl Family for Llama {
         };
         let attention = scores + 4 * n * length * m.width as u64 * F32;
         // The stream and the normalized input beside the gate, up and their product; a mixture
-        // of experts holds one expert's at a time, for its share of the tokens (even routing),
-        // beside the router's scores and the sum of the experts' outputs.
+        // of experts holds one expert's at a time, for its share of the tokens (even routing:
+        // its gathered input and output, the gate, its SiLU and the up projection alive
+        // together), beside the router's scores and the sum of the experts' outputs.
         let feed_forward = match self.moe {
             false => n * length * (2 * m.width as u64 + 2 * m.ff as u64) * F32,
             true => {
                 let share = (n * length * m.experts_per_token as u64).div_ceil(m.experts as u64);
                 (n * length * (3 * m.width as u64 + m.experts as u64)
-                    + share * (2 * m.width as u64 + 2 * m.ff as u64))
+                    + share * (2 * m.width as u64 + 3 * m.ff as u64))
                     * F32
             }
         };

@@ -185,6 +185,8 @@ fn hf_seeds() -> Vec<Vec<u8>> {
         include_str!("../../../../tests/data/hf/gemma-2-2b.json"),
         include_str!("../../../../tests/data/hf/gemma-3-1b.json"),
         include_str!("../../../../tests/data/hf/phi-3-mini-4k.json"),
+        include_str!("../../../../tests/data/hf/mixtral-8x7b-v0.1.json"),
+        include_str!("../../../../tests/data/hf/qwen3-30b-a3b.json"),
     ]
     .map(|s| s.as_bytes().to_vec())
     .to_vec()
