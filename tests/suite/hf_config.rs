@@ -86,10 +86,13 @@ fn the_binary_refuses_what_it_does_not_model_naming_the_field() {
             && err.contains("num_local_experts: not a field vramlab models"),
         "{err}"
     );
-    let mixtral = write("mixtral.json", llama.replace("\"llama\"", "\"mixtral\""));
-    let err = refused(&["plan", "--hf-config", &mixtral]);
+    let deepseek = write(
+        "deepseek.json",
+        llama.replace("\"llama\"", "\"deepseek_v3\""),
+    );
+    let err = refused(&["plan", "--hf-config", &deepseek]);
     assert!(
-        err.contains("model_type: \"mixtral\" is not a family vramlab builds"),
+        err.contains("model_type: \"deepseek_v3\" is not a family vramlab builds"),
         "{err}"
     );
     let gelu = write("gelu.json", llama.replace("\"silu\"", "\"gelu\""));

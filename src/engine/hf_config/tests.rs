@@ -199,10 +199,11 @@ fn a_sliding_window_is_planned_as_full_attention_only_when_the_samples_fit() {
 
 #[test]
 fn unknown_families_and_fields_are_refused_by_name() {
-    let (field, message) = refused(&with(MISTRAL, "model_type", json!("mixtral")));
+    let (field, message) = refused(&with(MISTRAL, "model_type", json!("deepseek_v3")));
     assert_eq!(field, "model_type");
     assert!(
-        message.contains(r#""mixtral" is not a family vramlab builds; it reads "gpt2", "llama""#),
+        message
+            .contains(r#""deepseek_v3" is not a family vramlab builds; it reads "gpt2", "llama""#),
         "{message}"
     );
     let (field, message) = refused(&with(LLAMA2, "num_local_experts", json!(8)));
