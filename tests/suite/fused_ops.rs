@@ -4,6 +4,8 @@
 
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
+use vramlab::engine::Run;
+use vramlab::engine::models::RoutingSource;
 use vramlab::engine::ops::{attention, cross_entropy};
 
 use super::support::{config, gpu, relative_gap, run};
@@ -198,9 +200,77 @@ fn fused_gemma3_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-gemma3");
 }
 
+/// [`fused_run_follows_naive_run`] for a mixture of experts, the fused run routed as the naive
+/// one was: a token whose two best experts score within rounding of each other may go one way
+/// in one run and the other way in the other, which is the router's discontinuity, not a
+/// difference in attention. With the routing held alike, what is left to differ is the two
+/// attentions. (sort-qwen3-moe's two runs drift 1.3e-4 to 3.3e-4 apart by step 20, routed alike
+/// or not, where sort-mixtral's stay within 3e-6: not diagnosed, so it has no such test.)
+fn fused_moe_run_follows_the_naive_run(preset: &str) {
+    let (_lock, gpu) = gpu();
+    let sets = ["steps=20", "eval_every=0", "batch_size=64"];
+    let train = |sets: &[&str], source: Option<RoutingSource>| {
+        let mut run = Run::new(config(preset, sets), &gpu).expect("the run starts");
+        let routing = run.routing().expect("a mixture of experts").clone();
+        routing.record();
+        if let Some(source) = source {
+            routing.set_source(source);
+        }
+        while !run.is_finished() {
+            pollster::block_on(run.step()).expect("a step");
+        }
+        let losses: Vec<f32> = pollster::block_on(run.finish())
+            .expect("the run ends")
+            .steps
+            .iter()
+            .map(|s| s.loss.unwrap())
+            .collect();
+        (losses, routing.recorded())
+    };
+    let (naive, assignments) = train(&sets, None);
+    let fused_sets: Vec<&str> = sets
+        .iter()
+        .copied()
+        .chain([
+            "strategies.attention=fused",
+            "strategies.cross_entropy=fused",
+        ])
+        .collect();
+    let (fused, _) = train(&fused_sets, Some(RoutingSource::Assigned(assignments)));
+    for (a, b) in naive.iter().zip(&fused) {
+        let gap = (a - b).abs() / a.abs();
+        assert!(
+            gap < 1e-4,
+            "{preset} step losses {a} vs {b} (relative {gap:.1e})"
+        );
+    }
+    let widest = naive
+        .iter()
+        .zip(&fused)
+        .map(|(a, b)| (a - b).abs() / a.abs())
+        .fold(0.0f32, f32::max);
+    println!(
+        "{preset}: 20 steps naive and fused (routed alike) agree within {widest:.1e}; loss {:.4} \
+         -> {:.4}",
+        fused[0], fused[19]
+    );
+    assert!(fused[19] < fused[0]);
+}
+
 #[test]
 fn fused_mixtral_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-mixtral");
+    fused_moe_run_follows_the_naive_run("sort-mixtral");
+}
+
+#[test]
+fn fused_qwen3_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-qwen3");
+}
+
+#[test]
+fn fused_phi3_run_follows_the_naive_run() {
+    fused_run_follows_naive_run("sort-phi3");
 }
 
 /// Gemma's attention: grouped heads, a sliding window and soft-capped scores, fused in small

@@ -272,6 +272,17 @@ fn mixtral_plans_exactly_the_routing_it_ran() {
     for sets in cases {
         plans_exactly(&gpu, &planner, "sort-mixtral", sets, 64);
     }
+    // Qwen3-MoE's eight experts under LoRA with per-layer checkpointing.
+    plans_exactly(
+        &gpu,
+        &planner,
+        "sort-qwen3-moe",
+        &[
+            "strategies.checkpointing=layers",
+            "strategies.trainable=lora",
+        ],
+        64,
+    );
 }
 
 #[test]

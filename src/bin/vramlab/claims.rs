@@ -181,7 +181,12 @@ pub fn compare_page(page: &Path, native: &Path) -> anyhow::Result<()> {
     println!(
         "the page ({}; {}) against {} ({}; {}): {} of the {} cards the page ran have the native \
          verdict",
-        ours.adapter,
+        // Browsers may keep the adapter's name to themselves.
+        if ours.adapter.is_empty() {
+            "adapter not disclosed by the browser"
+        } else {
+            ours.adapter.as_str()
+        },
         ours.bench,
         native.display(),
         theirs.adapter,

@@ -521,12 +521,7 @@ const MISTRAL_HF: HfType = HfType {
     model: |fields| read(Reader::Mistral, fields),
     rotary: true,
     // Mistral's window is on unless the file sets it to null.
-    window: |fields| {
-        fields
-            .get("sliding_window")
-            .map(|_| fields.count("sliding_window", (1, usize::MAX)))
-            .transpose()
-    },
+    window: window_unless_null,
 };
 
 const QWEN2_HF: HfType = HfType {
@@ -544,13 +539,24 @@ const QWEN2_HF: HfType = HfType {
     model: |fields| read(Reader::Qwen2, fields),
     rotary: true,
     // Qwen2's window applies only with `use_sliding_window`.
-    window: |fields| {
-        if !fields.flag_or("use_sliding_window", false)? {
-            return Ok(None);
-        }
-        fields.count("sliding_window", (1, usize::MAX)).map(Some)
-    },
+    window: window_when_used,
 };
+
+/// The window of Mistral, Phi-3 and Mixtral files: on unless `sliding_window` is null.
+pub(super) fn window_unless_null(fields: &Fields) -> Result<Option<usize>, ConfigError> {
+    fields
+        .get("sliding_window")
+        .map(|_| fields.count("sliding_window", (1, usize::MAX)))
+        .transpose()
+}
+
+/// The window of Qwen2 and Qwen3 files: it applies only with `use_sliding_window`.
+pub(super) fn window_when_used(fields: &Fields) -> Result<Option<usize>, ConfigError> {
+    if !fields.flag_or("use_sliding_window", false)? {
+        return Ok(None);
+    }
+    fields.count("sliding_window", (1, usize::MAX)).map(Some)
+}
 
 /// Which of the Llama-style files is read.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! says so (`models::moe`); a real run reports what its router did.
 
 use super::ModelKind;
-use super::llama::{LLAMA_STYLE, Llama, Style, read_style};
+use super::llama::{LLAMA_STYLE, Llama, Style, read_style, window_unless_null};
 use crate::engine::config::{ModelConfig, limits};
 use crate::engine::error::ConfigError;
 use crate::engine::hf_config::{Fields, HfType};
@@ -64,12 +64,7 @@ const MIXTRAL_HF: HfType = HfType {
     model: read,
     rotary: true,
     // Mixtral's window is on unless the file sets it to null, as Mistral's.
-    window: |fields| {
-        fields
-            .get("sliding_window")
-            .map(|_| fields.count("sliding_window", (1, usize::MAX)))
-            .transpose()
-    },
+    window: window_unless_null,
 };
 
 fn read(fields: &Fields) -> Result<ModelConfig, ConfigError> {

@@ -5,7 +5,7 @@
 //! seven, so LoRA adapts four. No biases; an untied output.
 
 use super::ModelKind;
-use super::llama::{LLAMA_STYLE, Llama, Style, read_style};
+use super::llama::{LLAMA_STYLE, Llama, Style, read_style, window_unless_null};
 use crate::engine::config::{ModelConfig, limits};
 use crate::engine::error::ConfigError;
 use crate::engine::hf_config::{Fields, HfType};
@@ -57,12 +57,7 @@ const PHI3_HF: HfType = HfType {
     model: read,
     rotary: true,
     // Phi-3's window is on unless the file sets it to null (as Mistral's).
-    window: |fields| {
-        fields
-            .get("sliding_window")
-            .map(|_| fields.count("sliding_window", (1, usize::MAX)))
-            .transpose()
-    },
+    window: window_unless_null,
 };
 
 fn read(fields: &Fields) -> Result<ModelConfig, ConfigError> {

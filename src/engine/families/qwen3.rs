@@ -4,7 +4,7 @@
 //! num_attention_heads` is 64 or 80). No biases on Q, K and V (Qwen2 had them).
 
 use super::ModelKind;
-use super::llama::{LLAMA_STYLE, Llama, Style, read_style};
+use super::llama::{LLAMA_STYLE, Llama, Style, read_style, window_when_used};
 use crate::engine::error::ConfigError;
 use crate::engine::hf_config::{Fields, HfType};
 use crate::engine::presets::Preset;
@@ -54,12 +54,7 @@ const QWEN3_HF: HfType = HfType {
     model: read,
     rotary: true,
     // The window applies only with `use_sliding_window`, as Qwen2's.
-    window: |fields| {
-        if !fields.flag_or("use_sliding_window", false)? {
-            return Ok(None);
-        }
-        fields.count("sliding_window", (1, usize::MAX)).map(Some)
-    },
+    window: window_when_used,
 };
 
 fn read(fields: &Fields) -> Result<crate::engine::config::ModelConfig, ConfigError> {

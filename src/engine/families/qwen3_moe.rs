@@ -5,7 +5,7 @@
 //! 128 experts.
 
 use super::ModelKind;
-use super::llama::{LLAMA_STYLE, Llama, Style, read_style};
+use super::llama::{LLAMA_STYLE, Llama, Style, read_style, window_when_used};
 use super::mixtral::router_checks;
 use crate::engine::config::{ModelConfig, limits};
 use crate::engine::error::ConfigError;
@@ -68,12 +68,7 @@ const QWEN3_MOE_HF: HfType = HfType {
     positions_field: "max_position_embeddings",
     model: read,
     rotary: true,
-    window: |fields| {
-        if !fields.flag_or("use_sliding_window", false)? {
-            return Ok(None);
-        }
-        fields.count("sliding_window", (1, usize::MAX)).map(Some)
-    },
+    window: window_when_used,
 };
 
 /// Qwen3's reading, then the experts: `intermediate_size` sizes only the dense feed-forward of

@@ -62,6 +62,8 @@ struct RoutingState {
     source: RoutingSource,
     /// Each routed pass's counts, in order.
     log: Vec<RoutedCounts>,
+    /// Each pass's assignment, kept when asked (`Routing::record`).
+    recorded: Option<Vec<Vec<usize>>>,
     /// The assignments of this forward pass's checkpointed blocks, for backward's
     /// recomputation to route as they did (it pops them last block first).
     recompute: Vec<Vec<usize>>,
@@ -77,6 +79,11 @@ pub enum RoutingSource {
     /// The counts of these passes, in order (a plan of the routing a real run logged); balanced
     /// past their end.
     Replayed(Vec<RoutedCounts>),
+    /// These passes' exact assignments, in order (`Routing::recorded` of another run): two runs
+    /// that differ only in how they compute (naive and fused attention) routed alike, so a
+    /// router's near-tie that rounding tips one way in one run and the other way in the other
+    /// does not send a token to another expert. Measured past their end.
+    Assigned(Vec<Vec<usize>>),
 }
 
 impl Routing {
@@ -84,6 +91,7 @@ impl Routing {
         Self(Arc::new(Mutex::new(RoutingState {
             source,
             log: Vec::new(),
+            recorded: None,
             recompute: Vec::new(),
         })))
     }
@@ -91,6 +99,16 @@ impl Routing {
     /// Every pass routed so far, in order.
     pub fn log(&self) -> Vec<RoutedCounts> {
         self.lock().log.clone()
+    }
+
+    /// Keep every pass's assignment from now on, for another run to route alike.
+    pub fn record(&self) {
+        self.lock().recorded.get_or_insert_with(Vec::new);
+    }
+
+    /// The assignments kept since [`Routing::record`], in order.
+    pub fn recorded(&self) -> Vec<Vec<usize>> {
+        self.lock().recorded.clone().unwrap_or_default()
     }
 
     /// Route the passes from now on from `source` (a plan replaying a real run's routing).
@@ -121,6 +139,7 @@ impl Routing {
                 RoutingSource::Measured => "measured",
                 RoutingSource::Balanced => "balanced",
                 RoutingSource::Replayed(_) => "replayed",
+                RoutingSource::Assigned(_) => "assigned",
             }
             .to_string(),
             experts,
@@ -161,20 +180,34 @@ impl Routing {
         });
         let mut state = self.lock();
         let pass = state.log.len();
+        let assigned = match &state.source {
+            RoutingSource::Assigned(passes) => passes
+                .get(pass)
+                .filter(|assignment| assignment.len() == tokens * top_k)
+                .cloned(),
+            _ => None,
+        };
         let assumed = match &state.source {
-            RoutingSource::Measured => None,
+            RoutingSource::Measured | RoutingSource::Assigned(_) => None,
             RoutingSource::Balanced => Some(None),
             RoutingSource::Replayed(passes) => Some(passes.get(pass).cloned()),
         };
-        let assignment = match assumed {
-            None => chosen_experts(read, tokens, top_k, experts),
-            Some(Some(counts))
-                if counts.len() == experts && counts.iter().sum::<usize>() == tokens * top_k =>
-            {
-                assigned_by_counts(&counts)
-            }
-            Some(_) => balanced(tokens, top_k, experts),
+        let assignment = match (assigned, assumed) {
+            (Some(assignment), _) => assignment,
+            (None, assumed) => match assumed {
+                None => chosen_experts(read, tokens, top_k, experts),
+                Some(Some(counts))
+                    if counts.len() == experts
+                        && counts.iter().sum::<usize>() == tokens * top_k =>
+                {
+                    assigned_by_counts(&counts)
+                }
+                Some(_) => balanced(tokens, top_k, experts),
+            },
         };
+        if let Some(recorded) = &mut state.recorded {
+            recorded.push(assignment.clone());
+        }
         let mut counts = vec![0; experts];
         for &expert in &assignment {
             counts[expert] += 1;
