@@ -204,8 +204,8 @@ fn fused_gemma3_run_follows_the_naive_run() {
 /// one was: a token whose two best experts score within rounding of each other may go one way
 /// in one run and the other way in the other, which is the router's discontinuity, not a
 /// difference in attention. With the routing held alike, what is left to differ is the two
-/// attentions. (sort-qwen3-moe's two runs drift 1.3e-4 to 3.3e-4 apart by step 20, routed alike
-/// or not, where sort-mixtral's stay within 3e-6: not diagnosed, so it has no such test.)
+/// attentions. (sort-qwen3-moe's two runs end 1.0e-4 apart at step 20, and 3.3e-4 routed
+/// alike, where sort-mixtral's stay within 3e-6: not diagnosed, so it has no such test.)
 fn fused_moe_run_follows_the_naive_run(preset: &str) {
     let (_lock, gpu) = gpu();
     let sets = ["steps=20", "eval_every=0", "batch_size=64"];
