@@ -96,11 +96,6 @@ impl Routing {
         })))
     }
 
-    /// Every pass routed so far, in order.
-    pub fn log(&self) -> Vec<RoutedCounts> {
-        self.lock().log.clone()
-    }
-
     /// Keep every pass's assignment from now on, for another run to route alike.
     pub fn record(&self) {
         self.lock().recorded.get_or_insert_with(Vec::new);
@@ -180,31 +175,23 @@ impl Routing {
         });
         let mut state = self.lock();
         let pass = state.log.len();
-        let assigned = match &state.source {
+        let counted = |counts: &RoutedCounts| {
+            counts.len() == experts && counts.iter().sum::<usize>() == tokens * top_k
+        };
+        // `None`: the router's own choices.
+        let given = match &state.source {
+            RoutingSource::Measured => None,
             RoutingSource::Assigned(passes) => passes
                 .get(pass)
                 .filter(|assignment| assignment.len() == tokens * top_k)
                 .cloned(),
-            _ => None,
+            RoutingSource::Balanced => Some(balanced(tokens, top_k, experts)),
+            RoutingSource::Replayed(passes) => Some(match passes.get(pass) {
+                Some(counts) if counted(counts) => assigned_by_counts(counts),
+                _ => balanced(tokens, top_k, experts),
+            }),
         };
-        let assumed = match &state.source {
-            RoutingSource::Measured | RoutingSource::Assigned(_) => None,
-            RoutingSource::Balanced => Some(None),
-            RoutingSource::Replayed(passes) => Some(passes.get(pass).cloned()),
-        };
-        let assignment = match (assigned, assumed) {
-            (Some(assignment), _) => assignment,
-            (None, assumed) => match assumed {
-                None => chosen_experts(read, tokens, top_k, experts),
-                Some(Some(counts))
-                    if counts.len() == experts
-                        && counts.iter().sum::<usize>() == tokens * top_k =>
-                {
-                    assigned_by_counts(&counts)
-                }
-                Some(_) => balanced(tokens, top_k, experts),
-            },
-        };
+        let assignment = given.unwrap_or_else(|| chosen_experts(read, tokens, top_k, experts));
         if let Some(recorded) = &mut state.recorded {
             recorded.push(assignment.clone());
         }
@@ -410,13 +397,12 @@ impl Experts {
         let [tokens, width] = rows.dims();
         let device = rows.device();
         let mut out = Tensor::<2>::zeros([tokens, width], (&device, rows.dtype()));
-        for (index, expert) in self.experts.iter().enumerate() {
-            let slots: Vec<i64> = assignment
-                .iter()
-                .enumerate()
-                .filter(|&(_, &to)| to == index)
-                .map(|(slot, _)| slot as i64)
-                .collect();
+        // Each expert's slots (token `slot / top_k`, its weight `slot`), in one pass.
+        let mut slots_of = vec![Vec::new(); self.experts.len()];
+        for (slot, &expert) in assignment.iter().enumerate() {
+            slots_of[expert].push(slot as i64);
+        }
+        for (expert, slots) in self.experts.iter().zip(slots_of) {
             if slots.is_empty() {
                 continue;
             }
