@@ -4,6 +4,8 @@
 //! figures are the allocator's own, for models far bigger than this device; nothing is executed,
 //! so there are no losses.
 
+pub mod compare;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +34,10 @@ pub const PLAN_STEPS: usize = 2;
 pub struct Plan {
     pub name: String,
     pub adapter: AdapterInfo,
+    /// The adapter the planning device modelled: `vramlab plan --model-adapter` of this plan
+    /// models it again, so a plan made elsewhere (the page's) can be made here to the byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modelled: Option<crate::engine::device::ModelledAdapter>,
     /// The config as planned: its first [`PLAN_STEPS`] steps and two evaluation batches.
     pub config: RunConfig,
     /// The model's parameters (LoRA adapters not included).
@@ -210,6 +216,7 @@ pub async fn plan(
     Ok(Plan {
         name: config.name.clone(),
         adapter: summary.adapter.clone(),
+        modelled: gpu.modelled.clone(),
         params: summary.params,
         trainable_params: summary.trainable_params,
         adapter_params: summary.adapter_params,

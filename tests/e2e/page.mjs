@@ -72,7 +72,6 @@ await timeLoads(browser, base, check);
     check(await inView(selector), `first screen at 1366x768: ${what} visible without scrolling`);
   }
   check(await first.$eval('#tour', (t) => t.dataset.stop) === 'start', 'the guided first run starts at "press Start"');
-  check(await first.$('#plan-note') === null, 'no notice about plans at load');
   const groups = await first.$$eval('#strategies-panel .group h3', (hs) => hs.map((h) => h.firstChild.textContent.trim()));
   check(['Activations', 'Weights and data', 'Gradients and optimizer state', 'The allocator'].every((g) => groups.includes(g)),
     `strategies grouped by what they shrink (${groups.join(', ')})`);
@@ -171,13 +170,9 @@ await page.$eval('#pin', (b) => b.click());
 await page.fill('input[name="strategies.grad_accumulation"]', '4');
 await page.dispatchEvent('input[name="strategies.grad_accumulation"]', 'change');
 check(page.url().includes('strategies.grad_accumulation=4'), 'the URL carries the strategy');
-// Plans: off on WebGPU's exclusive pages, said at the Plan button, with the native command.
+// Plan takes the reader to the "Will it fit?" panel (tests/e2e/plans.mjs plans there).
 await page.$eval('#plan', (b) => b.click());
-const planNote = await page.textContent('#plan-note');
-const planCommand = await page.textContent('#plan-command');
-check(planNote.includes('exclusive pages'), `Plan says at the button why plans run natively: "${planNote.slice(0, 90)}..."`);
-check(planCommand.startsWith('vramlab plan --preset spiral-mlp') && planCommand.includes('--set strategies.grad_accumulation=4'),
-  `the page gives the native plan command: "${planCommand}"`);
+check(await page.$('#will-it-fit [data-testid="plan-start"]') !== null, 'Plan leads to the Will it fit? panel');
 await trainToEnd('with grad_accumulation=4');
 check(await page.$eval('#tour', (t) => t.dataset.stop) === 'compare', 'the tour ends at comparing with the pinned run');
 const on = await trainingMiB();

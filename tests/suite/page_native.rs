@@ -103,3 +103,50 @@ fn the_compare_page_command_fails_on_a_doctored_native_verdict() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `vramlab plan --compare-page`, as CI runs it on the page's exported plans: a plan written as
+/// the page's Export writes it (made here, on this machine's modelled adapter) is made again
+/// and found equal; the same file with one phase's figure doctored is named and exits 1; a plan
+/// without its modelled adapter is refused naming the field.
+#[test]
+fn the_plan_compare_finds_a_plan_equal_and_names_a_doctored_figure() {
+    use vramlab::engine::phase::Phase;
+    use vramlab::engine::plan::plan;
+    use vramlab::engine::presets::preset;
+
+    let dir = std::env::temp_dir().join(format!("vramlab-plan-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gpu = vramlab::engine::device::planner().unwrap();
+    let mut config = preset("sort-llama").unwrap();
+    config.strategies.trainable = vramlab::engine::config::Trainable::Lora;
+    let made = pollster::block_on(plan(&config, &gpu, |_| {})).unwrap();
+    assert!(made.modelled.is_some(), "a plan states the adapter it modelled");
+    let run = |name: &str, plan: &vramlab::engine::plan::Plan| {
+        let file = dir.join(name);
+        std::fs::write(&file, serde_json::to_string_pretty(plan).unwrap()).unwrap();
+        let out = vramlab(&["plan", "--compare-page", file.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+
+    let (code, text) = run("equal.json", &made);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("the page's plan equals this one"), "{text}");
+
+    let mut doctored = made.clone();
+    *doctored
+        .high_water_in_use_by_phase
+        .get_mut(&Phase::Forward)
+        .unwrap() += 1;
+    let (code, text) = run("doctored.json", &doctored);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("high_water_in_use_by_phase.forward: page"), "{text}");
+
+    let mut unmodelled = made;
+    unmodelled.modelled = None;
+    let (code, text) = run("unmodelled.json", &unmodelled);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("field `modelled`"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}

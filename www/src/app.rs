@@ -12,6 +12,7 @@ use crate::data_preview::DataPreview;
 use crate::editor::Editor;
 use crate::finder_panel::FinderPanel;
 use crate::lessons::{LessonsPanel, LessonsRunning};
+use crate::plan_panel::PlanPanel;
 use crate::results::{Comparison, SummaryCard};
 use crate::run_charts::Charts;
 use crate::run_controls::RunControls;
@@ -44,6 +45,23 @@ pub fn App() -> impl IntoView {
         let hash = url_state::render(&editor.preset.get(), &editor.config.get());
         url_state::store(&hash);
     });
+    // A link pasted into this tab (the hash changed by hand or by a link on the page) loads
+    // its configuration as a fresh page would; the page's own updates replace the hash without
+    // this event.
+    let on_hash = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+        let from_url = url_state::parse(&url_state::current_hash());
+        url_note.set(from_url.note());
+        editor.preset.set(from_url.preset);
+        editor.config.set(from_url.config);
+        editor.refused.set(None);
+    });
+    if let Some(window) = web_sys::window() {
+        use wasm_bindgen::JsCast;
+        let _ =
+            window.add_event_listener_with_callback("hashchange", on_hash.as_ref().unchecked_ref());
+    }
+    // The page lives as long as the tab.
+    on_hash.forget();
     // Ask for the adapter up front: the adapter card, and the f16 choice, depend on it.
     // The pools are fixed when the device starts: the URL's choice is taken at page load.
     let pool = editor.config.with_untracked(|c| c.strategies.memory_pool);
@@ -85,6 +103,7 @@ pub fn App() -> impl IntoView {
                 <Charts live=live config=editor.config />
                 <Comparison pinned=live.pinned timeline=live.timeline />
                 <SummaryCard timeline=live.timeline />
+                <PlanPanel editor=editor />
                 <FinderPanel editor=editor />
             </div>
         </main>

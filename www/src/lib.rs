@@ -12,6 +12,7 @@ mod format;
 mod hover;
 mod lessons;
 mod memory_charts;
+mod plan_panel;
 mod results;
 mod run_charts;
 mod run_controls;

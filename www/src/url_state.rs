@@ -1,7 +1,7 @@
 //! The configuration in the URL hash: read and written by `vramlab::engine::link::hash` (plain
 //! text, parsed and fuzzed natively); here only the browser's side of it.
 
-pub use vramlab::engine::link::hash::{command_line, parse, render};
+pub use vramlab::engine::link::hash::{parse, render};
 
 pub fn current_hash() -> String {
     web_sys::window()

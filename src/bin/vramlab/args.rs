@@ -197,6 +197,15 @@ pub struct PlanArgs {
     /// Print the plan as one JSON object on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Plan on the adapter another plan modelled: FILE is a plan's JSON (`vramlab plan
+    /// --json`, or the page's Export), whose `modelled` adapter the planning device states in
+    /// place of this machine's.
+    #[arg(long, value_name = "PLAN.json")]
+    pub model_adapter: Option<PathBuf>,
+    /// Make the page's exported plan again here, its config on the adapter it modelled, and
+    /// name every figure that differs (exit 1 when one does).
+    #[arg(long, value_name = "PLAN.json", conflicts_with_all = ["model_adapter", "preset", "config", "hf_config"])]
+    pub compare_page: Option<PathBuf>,
 }
 
 impl PlanArgs {

@@ -149,8 +149,14 @@ fn find_batch(args: &args::FindArgs) -> anyhow::Result<()> {
 }
 
 fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
+    if let Some(page) = &args.compare_page {
+        return plan::compare_page(page);
+    }
     let config = args.resolve()?;
-    let gpu = engine::device::planner()?;
+    let gpu = match &args.model_adapter {
+        Some(file) => engine::device::planner_modelling(plan::modelled_in(file)?)?,
+        None => engine::device::planner()?,
+    };
     plan::run(&config, &gpu, args.json)
 }
 

@@ -1,10 +1,14 @@
 //! `vramlab plan`: the engine's plan, as a table for people or one JSON object for programs.
 
+use std::path::Path;
+
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
     DataConfig, DataKind, InputKind, MixedPrecision, OpPath, Trainable, WeightDtype,
 };
 use vramlab::engine::data::split_sizes;
+use vramlab::engine::device::ModelledAdapter;
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
@@ -35,6 +39,67 @@ pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
         print_table(&planned);
     }
     Ok(())
+}
+
+/// A plan's JSON read back: the page's export or `vramlab plan --json`.
+fn read_plan(file: &Path) -> anyhow::Result<Plan> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the plan {}", file.display()))?;
+    let mut reader = serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(&mut reader).map_err(|err| {
+        anyhow::anyhow!(
+            "{}: not a plan's JSON at {} (line {}, column {}): {}",
+            file.display(),
+            err.path(),
+            err.inner().line(),
+            err.inner().column(),
+            err.inner()
+        )
+    })
+}
+
+/// The adapter the plan in `file` modelled.
+pub fn modelled_in(file: &Path) -> anyhow::Result<ModelledAdapter> {
+    read_plan(file)?.modelled.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: the plan states no modelled adapter (field `modelled`): plans made before it \
+             was recorded cannot be made again on their adapter",
+            file.display()
+        )
+    })
+}
+
+/// `vramlab plan --compare-page PLAN.json`: the page's plan made again here, its config on the
+/// adapter it modelled; every figure that differs is named, and the process exits 1 when one
+/// does.
+pub fn compare_page(file: &Path) -> anyhow::Result<()> {
+    let page = read_plan(file)?;
+    let modelled = modelled_in(file)?;
+    let gpu = vramlab::engine::device::planner_modelling(modelled)?;
+    let native = pollster::block_on(plan::plan(&page.config, &gpu, |_| {}))?;
+    let differences = plan::compare::differences(&page, &native);
+    let format = ByteFormat::MIB_OR_GIB;
+    if differences.is_empty() {
+        println!(
+            "{}: the page's plan equals this one: high-water in use {} ({} B), reserved {}, \
+             every phase and category to the byte (page {:.1} s, here {:.1} s)",
+            page.name,
+            format.of(native.high_water_in_use_bytes),
+            native.high_water_in_use_bytes,
+            format.of(native.high_water_reserved_bytes),
+            page.seconds,
+            native.seconds
+        );
+        return Ok(());
+    }
+    for difference in &differences {
+        println!("{}: {difference}", page.name);
+    }
+    anyhow::bail!(
+        "{} figure(s) of {}'s plan differ between the page and here",
+        differences.len(),
+        page.name
+    )
 }
 
 /// The fine-tuning question in one screen: what is planned, its parameters and what trains,

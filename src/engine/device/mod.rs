@@ -17,10 +17,13 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::MemoryPool;
 use crate::engine::error::EngineError;
 
-#[cfg(not(target_arch = "wasm32"))]
+mod modelled;
 pub mod planner;
+
+pub use modelled::{ModelledAdapter, ModelledLimits};
+pub use planner::{Planner, planner_async, planner_for};
 #[cfg(not(target_arch = "wasm32"))]
-pub use planner::planner;
+pub use planner::{planner, planner_modelling};
 
 /// The backend name a planning device reports (`planner`).
 pub const PLANNING_BACKEND: &str = "noop";
@@ -52,6 +55,8 @@ pub struct Gpu {
     pub adapter: AdapterInfo,
     /// The allocator configuration the device started with.
     pub memory_pool: MemoryPool,
+    /// A planning device: the adapter it models (`None` for a device that runs).
+    pub modelled: Option<ModelledAdapter>,
 }
 
 static GPU: OnceLock<Gpu> = OnceLock::new();
@@ -145,6 +150,7 @@ async fn start(pool: MemoryPool) -> Result<Gpu, EngineError> {
         device,
         adapter,
         memory_pool: pool,
+        modelled: None,
     };
     Ok(GPU.get_or_init(|| gpu).clone())
 }

@@ -1,6 +1,7 @@
-//! The device plans run on: wgpu's noop backend, stating this machine's adapter (its features,
-//! limits and subgroup sizes, so cubecl compiles the same kernels and sizes the same pools) with
-//! one change, a binding limit as large as Vulkan can state. Nothing on it has memory behind it,
+//! The device plans run on: wgpu's noop backend, stating an adapter (this machine's, the
+//! browser's in the page, or one a plan names: its features, the limits cubecl reads and its
+//! subgroup sizes, so cubecl compiles the same kernels and sizes the same pools) with one
+//! change, a binding limit as large as Vulkan can state. Nothing on it has memory behind it,
 //! and a tensor this adapter could not bind is still carved and counted, so a plan for a model
 //! far bigger than this machine is complete.
 //!
@@ -12,20 +13,70 @@ use std::sync::{Mutex, PoisonError};
 use burn::tensor::wgpu::{MemoryConfiguration, WgpuSetup, wgpu};
 use burn::tensor::{Device, FloatDType};
 
-use super::{AdapterInfo, Gpu, PLAN_BINDING_BYTES, PLANNING_BACKEND};
+use super::{AdapterInfo, Gpu, ModelledAdapter, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::config::MemoryPool;
 use crate::engine::error::EngineError;
 
-/// The process's planning device, started on first use.
-pub fn planner() -> Result<Gpu, EngineError> {
-    static PLANNER: Mutex<Option<Gpu>> = Mutex::new(None);
-    let mut slot = PLANNER.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(gpu) = &*slot {
-        return Ok(gpu.clone());
+/// The planning devices started in this process, each with the adapter it models.
+static PLANNERS: Mutex<Vec<Planner>> = Mutex::new(Vec::new());
+
+/// The planning device and the wgpu device under it: in the browser nothing polls a device
+/// wgpu-core runs (the browser polls only its own), so the page pumps it while it plans.
+#[derive(Clone, Debug)]
+pub struct Planner {
+    pub gpu: Gpu,
+    pub modelled: ModelledAdapter,
+    pub wgpu: wgpu::Device,
+}
+
+impl Planner {
+    /// Fire the callbacks of finished work (buffer maps a plan's reads wait on). Natively
+    /// cubecl's own polling thread does this; in the browser the caller must, while a plan runs.
+    pub fn poll(&self) {
+        let _ = self.wgpu.poll(wgpu::PollType::Poll);
     }
-    let gpu = pollster::block_on(start())?;
-    *slot = Some(gpu.clone());
-    Ok(gpu)
+}
+
+/// The process's planning device, modelling this machine's adapter, started on first use
+/// (blocks while it starts).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn planner() -> Result<Gpu, EngineError> {
+    pollster::block_on(planner_async()).map(|planner| planner.gpu)
+}
+
+/// A planning device modelling `modelled` (an adapter a plan states, from wherever it was
+/// made), started on first use (blocks while it starts).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn planner_modelling(modelled: ModelledAdapter) -> Result<Gpu, EngineError> {
+    pollster::block_on(planner_for(modelled)).map(|planner| planner.gpu)
+}
+
+/// The planning device modelling the adapter a default device would get here: this machine's
+/// high-performance adapter natively, the browser's WebGPU adapter in the page.
+pub async fn planner_async() -> Result<Planner, EngineError> {
+    let modelled = ModelledAdapter::of(&this_adapter().await?);
+    planner_for(modelled).await
+}
+
+/// The planning device modelling `modelled`, started on first use.
+pub async fn planner_for(modelled: ModelledAdapter) -> Result<Planner, EngineError> {
+    let known = |planners: &[Planner]| {
+        planners
+            .iter()
+            .find(|planner| planner.modelled == modelled)
+            .cloned()
+    };
+    if let Some(planner) = known(&PLANNERS.lock().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(planner);
+    }
+    let started = start(modelled.clone()).await?;
+    let mut planners = PLANNERS.lock().unwrap_or_else(PoisonError::into_inner);
+    // Two callers may have started one each (the page, between awaits): the first kept wins.
+    if let Some(planner) = known(&planners) {
+        return Ok(planner);
+    }
+    planners.push(started.clone());
+    Ok(started)
 }
 
 /// The adapter cubecl would pick for a default device: the high-performance one.
@@ -39,23 +90,18 @@ async fn this_adapter() -> Result<wgpu::Adapter, EngineError> {
         .map_err(|err| EngineError::NoAdapter(err.to_string()))
 }
 
-async fn start() -> Result<Gpu, EngineError> {
-    let modelled = this_adapter().await?;
-    let info = modelled.get_info();
-    let features = modelled.features();
-    let mut limits = modelled.limits();
-    limits.max_storage_buffer_binding_size = PLAN_BINDING_BYTES;
-    limits.max_buffer_size = PLAN_BINDING_BYTES;
+async fn start(modelled: ModelledAdapter) -> Result<Planner, EngineError> {
+    let features = modelled.wgpu_features();
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: wgpu::Backends::NOOP,
         backend_options: wgpu::BackendOptions {
             noop: wgpu::NoopBackendOptions {
                 enable: true,
-                limits: Some(limits),
+                limits: Some(modelled.wgpu_limits(PLAN_BINDING_BYTES)),
                 features: Some(features),
-                device_type: Some(info.device_type),
-                subgroup_min_size: Some(info.subgroup_min_size),
-                subgroup_max_size: Some(info.subgroup_max_size),
+                device_type: Some(modelled.wgpu_device_type()),
+                subgroup_min_size: Some(modelled.subgroup_min_size),
+                subgroup_max_size: Some(modelled.subgroup_max_size),
             },
             ..Default::default()
         },
@@ -79,6 +125,7 @@ async fn start() -> Result<Gpu, EngineError> {
         .await
         .map_err(|err| EngineError::NoAdapter(format!("the planning device: {err}")))?;
     let binds = device.limits().max_storage_buffer_binding_size;
+    let polled = device.clone();
     let setup = WgpuSetup {
         instance,
         adapter,
@@ -92,16 +139,20 @@ async fn start() -> Result<Gpu, EngineError> {
         .init()
         .map_err(|err| EngineError::NoAdapter(format!("the planning device: {err}")))?;
     let adapter = AdapterInfo {
-        name: info.name,
+        name: modelled.name.clone(),
         backend: PLANNING_BACKEND.to_owned(),
-        shader_f16: features.contains(wgpu::Features::SHADER_F16)
-            && device.supports_dtype(FloatDType::F16),
+        shader_f16: modelled.shader_f16() && device.supports_dtype(FloatDType::F16),
         max_buffer_size: binds,
         max_binding_size: binds,
     };
-    Ok(Gpu {
-        device,
-        adapter,
-        memory_pool: MemoryPool::Subslices,
+    Ok(Planner {
+        gpu: Gpu {
+            device,
+            adapter,
+            memory_pool: MemoryPool::Subslices,
+            modelled: Some(modelled.clone()),
+        },
+        modelled,
+        wgpu: polled,
     })
 }

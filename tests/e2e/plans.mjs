@@ -1,0 +1,124 @@
+// End-to-end test of "Will it fit?": five plans made in the page's wasm (cubecl's dry run on a
+// planning device with no memory behind it), each exported as `vramlab plan --json` writes it and
+// made again natively on the adapter the page modelled (`vramlab plan --compare-page`), which must
+// give every phase's and category's figure to the byte. Two of the five models come in as
+// config.json files dropped on the panel. Also: the wasm memory after the five plans, the longest
+// gap between animation frames while the 7B plan runs, and a broken config.json refused by field.
+// Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { launch, serve } from './browser.mjs';
+
+const [distArg, out, vramlab] = process.argv.slice(2);
+if (!distArg || !out || !vramlab) {
+  console.error('usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY');
+  process.exit(2);
+}
+const hf = path.join(path.dirname(fileURLToPath(import.meta.url)), '../data/hf');
+fs.mkdirSync(out, { recursive: true });
+const server = await serve({ '/': path.resolve(distArg) });
+const browser = await launch();
+
+let failures = 0;
+const check = (ok, what) => {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures += 1;
+};
+
+const lora7b = ['strategies.trainable=lora', 'strategies.lora_rank=16', 'strategies.lora_alpha=32',
+  'strategies.weight_dtype=f16', 'strategies.attention=fused', 'strategies.checkpointing=layers'];
+// What each plan is: a preset and its fields in the link, then a config.json dropped on the panel.
+const plans = [
+  { name: 'gpt2-small', hash: 'preset=gpt2-small', gpu: 'RTX 4090 (24 GiB)' },
+  { name: 'tinyllama-lora', hash: 'preset=tinyllama-1.1b&strategies.trainable=lora', gpu: 'RTX 4060 (8 GiB)' },
+  { name: 'llama2-7b-lora-r16-f16-layers', hash: `preset=llama2-7b&${lora7b.join('&')}`, gpu: 'RTX 4080 (16 GiB)', frames: true },
+  { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 3060 12 GB (12 GiB)' },
+  { name: 'mixtral-dropped', hash: `preset=llama2-7b&${lora7b.join('&')}&data.seq_len=512`, drop: 'mixtral-8x7b-v0.1.json', gpu: 'H200 (141 GB)' },
+];
+
+try {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+
+  await page.goto(`${server.base}#preset=gpt2-small`);
+  await page.waitForSelector('[data-testid="plan-start"]', { timeout: 120_000 });
+  // All five in one tab: each link is loaded as one pasted into the address bar (hashchange).
+  for (const [i, plan] of plans.entries()) {
+    const loaded = await page.evaluate((hash) => new Promise((resolve) => {
+      window.addEventListener('hashchange', () => setTimeout(() => resolve(true), 0), { once: true });
+      setTimeout(() => resolve(false), 5_000);
+      window.location.hash = hash;
+    }), plan.hash);
+    check(loaded, `${plan.name}: the link loads in the same tab`);
+    check(await page.$('#url-note') === null, `${plan.name}: the link's fields are taken (${plan.hash})`);
+    if (plan.drop) {
+      await page.setInputFiles('[data-testid="plan-config"]', path.join(hf, plan.drop));
+      await page.waitForSelector('#plan-config-note, #plan-config-error', { timeout: 30_000 });
+      const note = await page.textContent('#plan-config-note').catch(() => null);
+      check(note !== null && note.startsWith(plan.drop), `${plan.name}: the dropped ${plan.drop} is read: "${(note ?? '').slice(0, 100)}"`);
+    }
+    await page.selectOption('[data-testid="plan-gpu"]', { label: plan.gpu });
+    // The longest wait between two animation frames while the plan runs: how long the page
+    // does not answer input.
+    await page.evaluate(() => {
+      window.__gaps = { last: performance.now(), longest: 0, on: true };
+      const tick = (now) => {
+        const g = window.__gaps;
+        g.longest = Math.max(g.longest, now - g.last);
+        g.last = now;
+        if (g.on) requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+    });
+    const started = Date.now();
+    await page.click('[data-testid="plan-start"]');
+    await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
+    const seconds = (Date.now() - started) / 1000;
+    const gap = await page.evaluate(() => { window.__gaps.on = false; return window.__gaps.longest; });
+    const error = await page.textContent('#plan-error').catch(() => null);
+    check(error === null, `${plan.name}: planned in the tab in ${seconds.toFixed(1)} s${error ? `: ${error}` : ''}`);
+    if (error !== null) continue;
+    const verdict = await page.textContent('#plan-answer .verdict');
+    console.log(`     ${plan.gpu}: ${verdict}`);
+    console.log(`     longest gap between frames while planning: ${gap.toFixed(0)} ms`);
+    if (plan.frames) {
+      check(seconds < 60, `the 7B LoRA plan completes within 60 s in headless Chromium (${seconds.toFixed(1)} s)`);
+    }
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export"]')]);
+    const file = path.join(out, `plan-${i + 1}-${plan.name}.json`);
+    await download.saveAs(file);
+    await page.locator('#will-it-fit').screenshot({ path: path.join(out, `plan-${i + 1}-${plan.name}.png`) });
+    // Made again natively, on the adapter the page modelled: every figure to the byte.
+    try {
+      const said = execFileSync(vramlab, ['plan', '--compare-page', file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      check(true, `${plan.name}: ${said.trim()}`);
+    } catch (e) {
+      check(false, `${plan.name}: the native plan differs:\n${e.stdout}${e.stderr}`);
+    }
+  }
+  // The five plans ran in this one tab.
+  const wasm = Number(await page.$eval('#plan-answer', (a) => a.dataset.wasmBytes));
+  console.log(`     wasm memory after the last plan: ${(wasm / 2 ** 20).toFixed(0)} MiB`);
+
+  // A broken config.json is refused on the panel naming the field; the panel stays usable.
+  const broken = path.join(out, 'broken-config.json');
+  fs.writeFileSync(broken, JSON.stringify({ model_type: 'qwen3', hidden_size: 'wide' }));
+  await page.setInputFiles('[data-testid="plan-config"]', broken);
+  await page.waitForSelector('#plan-config-error', { timeout: 30_000 });
+  const refusal = await page.textContent('#plan-config-error');
+  check(refusal.includes('hidden_size'), `a broken config.json is refused naming the field: "${refusal.slice(0, 120)}"`);
+  check(await page.isEnabled('[data-testid="plan-start"]'), 'the panel stays usable after the refusal');
+  await page.screenshot({ path: path.join(out, 'plan-panel.png') });
+  check(errors.length === 0, `no page errors${errors.length ? `: ${errors.slice(0, 3).join(' | ')}` : ''}`);
+} finally {
+  await browser.close();
+  server.close();
+}
+console.log(failures === 0 ? 'all plan checks passed' : `${failures} plan check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,12 @@
+mod base;
+mod benchmarker;
+mod cache;
+mod cmma;
+mod curve;
+mod roofline;
+pub use base::*;
+pub use benchmarker::*;
+pub use cache::*;
+pub use cmma::*;
+pub use curve::*;
+pub use roofline::*;

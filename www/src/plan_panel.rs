@@ -1,0 +1,391 @@
+//! "Will it fit?": the engine's plan of the editor's config (a preset as edited, or a Hugging
+//! Face config.json dropped here) against a GPU's memory, made in this tab: cubecl's dry run on
+//! a planning device with no memory behind it (wgpu's noop backend, modelling the browser's
+//! adapter), on the same sub-slicing pools as `vramlab plan`. Nothing leaves the machine.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use vramlab::engine::Purpose;
+use vramlab::engine::config::Budget;
+use vramlab::engine::config::InputKind;
+use vramlab::engine::device::planner_async;
+use vramlab::engine::format::ByteFormat;
+use vramlab::engine::hf_config::{self, Stated};
+use vramlab::engine::memory::Categories;
+use vramlab::engine::memory::predict;
+use vramlab::engine::plan::{self, Checked, PLAN_STEPS, Plan};
+use vramlab::engine::presets::preset;
+
+use crate::browser::download;
+use crate::editor::Editor;
+use crate::session::yield_to_browser;
+
+/// Cards people ask about, with the memory their maker states (GiB unless it says GB).
+pub const CARDS: [(&str, u64); 9] = [
+    ("RTX 4060 (8 GiB)", 8 << 30),
+    ("RTX 3060 12 GB (12 GiB)", 12 << 30),
+    ("RTX 4080 (16 GiB)", 16 << 30),
+    ("RTX 4090 (24 GiB)", 24 << 30),
+    ("RTX 5090 (32 GiB)", 32 << 30),
+    ("RTX 6000 Ada / L40S (48 GiB)", 48 << 30),
+    ("A100 / H100 80 GB (80 GiB)", 80 << 30),
+    ("H200 (141 GB)", 141_000_000_000),
+    ("another size (type it)", 0),
+];
+
+/// The panel's question beyond the editor's config: which card.
+#[derive(Clone, Copy)]
+struct Question {
+    card: RwSignal<usize>,
+    typed: RwSignal<String>,
+}
+
+impl Question {
+    /// The card's memory, or the typed size; an error names the field and the forms it takes.
+    fn budget(&self) -> Result<Budget, String> {
+        let (_, bytes) = CARDS[self.card.get_untracked().min(CARDS.len() - 1)];
+        if bytes > 0 {
+            return Ok(Budget::Bytes(bytes));
+        }
+        Budget::parse(&self.typed.get_untracked()).map_err(|err| format!("GPU memory: {err}"))
+    }
+}
+
+#[component]
+pub fn PlanPanel(editor: Editor) -> impl IntoView {
+    let question = Question {
+        card: RwSignal::new(3),
+        typed: RwSignal::new("20GiB".to_string()),
+    };
+    let planning = RwSignal::new(false);
+    let progress = RwSignal::new(String::new());
+    let result: RwSignal<Option<Result<Plan, String>>> = RwSignal::new(None);
+    let dropped = RwSignal::new(None::<Result<String, String>>);
+    // Set by Cancel; the plan in flight stops at its next step and its pools are released.
+    let cancelled: Rc<Cell<bool>> = Rc::new(Cell::new(false));
+
+    let start = {
+        let cancelled = cancelled.clone();
+        move |_| {
+            let mut config = editor.config.get_untracked();
+            config.budget = match question.budget() {
+                Ok(budget) => Some(budget),
+                Err(err) => {
+                    result.set(Some(Err(err)));
+                    return;
+                }
+            };
+            if let Err(err) = config.validate_for(Purpose::Plan) {
+                result.set(Some(Err(err.to_string())));
+                return;
+            }
+            cancelled.set(false);
+            planning.set(true);
+            result.set(None);
+            progress.set("starting the planning device".into());
+            let cancelled = cancelled.clone();
+            spawn_local(async move {
+                let outcome = plan_in_tab(config, progress, cancelled).await;
+                result.set(Some(outcome));
+                planning.set(false);
+            });
+        }
+    };
+    let cancel = {
+        let cancelled = cancelled.clone();
+        move |_| cancelled.set(true)
+    };
+    let pick = move |ev| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
+        let name = file.name();
+        spawn_local(async move {
+            let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+            let text = text.ok().and_then(|t| t.as_string()).unwrap_or_default();
+            dropped.set(Some(load_hf_config(&editor, &name, &text)));
+        });
+    };
+    let export = move |_| {
+        if let Some(Ok(plan)) = result.get_untracked()
+            && let Ok(json) = serde_json::to_string_pretty(&plan)
+        {
+            download(
+                &format!("{}-plan.json", plan.name),
+                "application/json",
+                &json,
+            );
+        }
+    };
+
+    view! {
+        <section class="panel" id="will-it-fit">
+            <h2>"Will it fit?"</h2>
+            <p class="explain">
+                "The allocator's own answer for the config above, from cubecl's dry run in this \
+                 tab: every kernel compiled, nothing run, no GPU memory used. Drop a Hugging Face \
+                 config.json to plan that model; LoRA, QLoRA, precision, checkpointing, \
+                 attention, batch and tokens are the strategies' and training fields."
+            </p>
+            <label class="button">"config.json"
+                <input type="file" data-testid="plan-config" id="plan-config"
+                    accept=".json,application/json" on:change=pick />
+            </label>
+            {move || dropped.get().map(|loaded| match loaded {
+                Ok(note) => view! { <p class="note" id="plan-config-note">{note}</p> }.into_any(),
+                Err(err) => view! { <p class="error" id="plan-config-error">{err}</p> }.into_any(),
+            })}
+            <label>"GPU "
+                <select data-testid="plan-gpu" id="plan-gpu"
+                    on:change=move |ev| {
+                        if let Ok(i) = event_target_value(&ev).parse() { question.card.set(i) }
+                    }>
+                    {CARDS.iter().enumerate().map(|(i, (name, _))| view! {
+                        <option value=i.to_string() selected=move || question.card.get() == i>{*name}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            {move || (CARDS[question.card.get()].1 == 0).then(|| view! {
+                <input id="plan-gpu-size" type="text" prop:value=question.typed
+                    on:input=move |ev| question.typed.set(event_target_value(&ev)) />
+            })}
+            <button data-testid="plan-start" id="plan-start" class="primary"
+                on:click=start disabled=move || planning.get()>"Plan"</button>
+            <button id="plan-cancel" on:click=cancel disabled=move || !planning.get()>"Cancel"</button>
+            <button data-testid="plan-export" id="plan-export" on:click=export
+                disabled=move || !matches!(result.get(), Some(Ok(_)))>"Export JSON"</button>
+            {move || planning.get().then(|| view! { <p class="status" id="plan-progress">{progress}</p> })}
+            {move || result.get().map(|outcome| match outcome {
+                Ok(plan) => view! { <PlanAnswer plan=plan /> }.into_any(),
+                Err(err) => view! { <p class="error" id="plan-error">{err}</p> }.into_any(),
+            })}
+        </section>
+    }
+}
+
+/// Plan `config` on the tab's planning device, pumping the device and handing the page back to
+/// the browser between steps; stops at the next step once `cancelled` is set.
+async fn plan_in_tab(
+    config: vramlab::engine::RunConfig,
+    progress: RwSignal<String>,
+    cancelled: Rc<Cell<bool>>,
+) -> Result<Plan, String> {
+    let planner = planner_async().await.map_err(|err| err.to_string())?;
+    // The browser polls only its own devices; this one's buffer maps (the plan's reads) fire
+    // when it is polled.
+    let pumping = Rc::new(Cell::new(true));
+    {
+        let (planner, pumping) = (planner.clone(), pumping.clone());
+        spawn_local(async move {
+            while pumping.get() {
+                planner.poll();
+                yield_to_browser().await;
+            }
+        });
+    }
+    // A budget the config does not fit is planned again with it, then each suggestion: every
+    // plan starts again at step 1.
+    let mut plans = 0usize;
+    let planned = plan::plan(&config, &planner.gpu, |step| {
+        if step == 1 {
+            plans += 1;
+        }
+        progress.set(format!("plan {plans}, step {step} of {PLAN_STEPS}"));
+    });
+    let planned = cancellable(planned, cancelled).await;
+    pumping.set(false);
+    match planned {
+        None => Err("plan cancelled".to_string()),
+        Some(planned) => planned.map_err(|err| err.to_string()),
+    }
+}
+
+/// `future`, dropped (and so stopped, its dry run ended and its tensors freed) once `cancelled`
+/// is set: checked each time the browser hands the page a turn.
+async fn cancellable<T>(
+    future: impl std::future::Future<Output = T>,
+    cancelled: Rc<Cell<bool>>,
+) -> Option<T> {
+    use futures::future::{Either, select};
+    let watch = async move {
+        while !cancelled.get() {
+            yield_to_browser().await;
+        }
+    };
+    match select(Box::pin(future), Box::pin(watch)).await {
+        Either::Left((value, _)) => Some(value),
+        Either::Right(((), _)) => None,
+    }
+}
+
+/// Read a dropped config.json into the editor: its model replaces the editor's (a transformer
+/// keeps how it trains; otherwise the family's base preset supplies it), as `vramlab plan
+/// --hf-config` does. The note says what changed; a refusal names the JSON field.
+fn load_hf_config(editor: &Editor, name: &str, text: &str) -> Result<String, String> {
+    let hf = hf_config::read(text).map_err(|err| format!("{name}: {err}"))?;
+    let current = editor.config.get_untracked();
+    let (preset_name, base) = if current.data.kind.input_kind() == InputKind::Tokens {
+        (editor.preset.get_untracked(), current)
+    } else {
+        let base_name = hf.family.base_preset();
+        let base = preset(base_name).map_err(|err| format!("{name}: {err}"))?;
+        (base_name.to_string(), base)
+    };
+    let (config, mut notes) = hf.apply(base, name.trim_end_matches(".json"), Stated::default());
+    notes.extend(
+        hf.notes_for(&config)
+            .map_err(|err| format!("{name}: {err}"))?,
+    );
+    config
+        .validate_for(Purpose::Plan)
+        .map_err(|err| format!("{name}: {err}"))?;
+    let mut text = format!(
+        "{name}: {} ({} parameters)",
+        hf.family.model_type(),
+        predict(&config).param_count
+    );
+    for note in notes {
+        text.push_str("; ");
+        text.push_str(&note);
+    }
+    editor.preset.set(preset_name);
+    editor.config.set(config);
+    editor.refused.set(None);
+    Ok(text)
+}
+
+/// The answer: fits or not with the margin, the training step's high-water by category, each
+/// phase, what forward keeps most, and each suggestion planned in turn.
+#[component]
+fn PlanAnswer(plan: Plan) -> impl IntoView {
+    let gib = ByteFormat::MIB_OR_GIB;
+    let budget = plan.budget_bytes.unwrap_or(0);
+    let peak = plan
+        .high_water_in_use_bytes
+        .max(plan.high_water_reserved_bytes);
+    let verdict = match plan.fits {
+        Some(true) => format!(
+            "Fits: high-water {} in use, {} reserved, under {} ({} to spare).",
+            gib.of(plan.high_water_in_use_bytes),
+            gib.of(plan.high_water_reserved_bytes),
+            gib.of(budget),
+            gib.of(budget.saturating_sub(peak)),
+        ),
+        Some(false) => format!(
+            "Does not fit: high-water {} in use, {} reserved, over {} by {}.",
+            gib.of(plan.high_water_in_use_bytes),
+            gib.of(plan.high_water_reserved_bytes),
+            gib.of(budget),
+            gib.of(peak.saturating_sub(budget)),
+        ),
+        None => format!(
+            "High-water {} in use.",
+            gib.of(plan.high_water_in_use_bytes)
+        ),
+    };
+    let categories = plan.high_water_by_category.unwrap_or_default();
+    let total = categories.values().iter().sum::<u64>().max(1);
+    let bar = Categories::NAMES
+        .iter()
+        .zip(categories.values())
+        .filter(|(_, bytes)| *bytes > 0)
+        .map(|(name, bytes)| {
+            let width = format!("width: {:.2}%", 100.0 * bytes as f64 / total as f64);
+            let title = format!("{name}: {}", gib.of(bytes));
+            view! { <span class=format!("segment {name}") style=width title=title.clone()>{title.clone()}</span> }
+        })
+        .collect_view();
+    let phases = plan
+        .high_water_in_use_by_phase
+        .iter()
+        .map(|(phase, bytes)| {
+            let reserved = plan.reserved_by_phase.get(phase).copied().unwrap_or(0);
+            view! { <tr><td>{phase.name()}</td><td>{gib.of(*bytes)}</td><td>{gib.of(reserved)}</td></tr> }
+        })
+        .collect_view();
+    let mut kept = plan.kept_by_op.clone();
+    kept.sort_by_key(|k| std::cmp::Reverse(k.bytes));
+    let kept = kept
+        .into_iter()
+        .take(4)
+        .map(|k| view! { <li>{k.op.name()}": "{gib.of(k.bytes)}</li> })
+        .collect_view();
+    let suggestions = plan
+        .suggestions
+        .iter()
+        .map(|s| {
+            let change = s.suggestion.assignments().join(" ");
+            let answer = match &s.checked {
+                Checked::Fits {
+                    high_water_in_use_bytes,
+                    ..
+                } => format!("fits, {} in use", gib.of(*high_water_in_use_bytes)),
+                Checked::DoesNotFit { out_of_memory } => {
+                    format!(
+                        "still out of memory ({} in use)",
+                        gib.of(out_of_memory.in_use_bytes)
+                    )
+                }
+                Checked::NotPlanned { reason } => format!("not planned: {reason}"),
+            };
+            view! { <li><code>{change}</code>": "{answer}</li> }
+        })
+        .collect_view();
+    let oversized = (!plan.oversized.is_empty()).then(|| {
+        view! {
+            <p class="note" id="plan-oversized">
+                {format!("{} tensor(s) are larger than one binding of the modelled adapter and \
+                          are left out: these figures are a lower bound.", plan.oversized.len())}
+            </p>
+        }
+    });
+    let fits = match plan.fits {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "",
+    };
+    view! {
+        <div id="plan-answer" data-fits=fits data-high-water=plan.high_water_in_use_bytes.to_string()
+            data-seconds=format!("{:.1}", plan.seconds) data-wasm-bytes=wasm_bytes().to_string()>
+            <p class=if plan.fits == Some(false) { "verdict oom" } else { "verdict fits" }>{verdict}</p>
+            <p class="explain">{format!(
+                "{}: {} parameters ({} train{}), planned on {} modelled by a device with no \
+                 memory in {:.1} s. The analytic estimate: {}.",
+                plan.name, plan.params, plan.trainable_params,
+                if plan.adapter_params > 0 { format!(", {} in adapters", plan.adapter_params) } else { String::new() },
+                plan.modelled.as_ref().map_or("this adapter", |m| if m.name.is_empty() { "the browser's adapter" } else { m.name.as_str() }),
+                plan.seconds, gib.of(plan.predicted_peak_bytes),
+            )}</p>
+            <div class="stacked" id="plan-categories">{bar}</div>
+            <table class="phases">
+                <thead><tr><th>"phase"</th><th>"in use"</th><th>"reserved"</th></tr></thead>
+                <tbody id="plan-phases">{phases}</tbody>
+            </table>
+            <h3>"What forward keeps most for backward"</h3>
+            <ul id="plan-kept">{kept}</ul>
+            {(!plan.suggestions.is_empty()).then(|| view! {
+                <h3>"Each suggestion, planned"</h3>
+                <ul id="plan-suggestions">{suggestions}</ul>
+            })}
+            {oversized}
+        </div>
+    }
+}
+
+/// The tab's wasm memory now (it only grows): what the plans have cost the page.
+fn wasm_bytes() -> f64 {
+    use wasm_bindgen::JsCast;
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .map(|memory| {
+            memory
+                .buffer()
+                .dyn_into::<js_sys::ArrayBuffer>()
+                .map_or(0.0, |b| b.byte_length() as f64)
+        })
+        .unwrap_or(0.0)
+}
