@@ -23,6 +23,11 @@ const server = await serve({ '/': path.resolve(distArg) });
 const browser = await launch();
 
 let failures = 0;
+/** The text of `selector`, or null when nothing matches now (no waiting). */
+const textOf = async (page, selector) => {
+  const element = await page.$(selector);
+  return element === null ? null : element.textContent();
+};
 const check = (ok, what) => {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
   if (!ok) failures += 1;
@@ -33,9 +38,9 @@ const lora7b = ['strategies.trainable=lora', 'strategies.lora_rank=16', 'strateg
 // What each plan is: a preset and its fields in the link, then a config.json dropped on the panel.
 const plans = [
   { name: 'gpt2-small', hash: 'preset=gpt2-small', gpu: 'RTX 4090 (24 GiB)' },
-  { name: 'tinyllama-lora', hash: 'preset=tinyllama-1.1b&strategies.trainable=lora', gpu: 'RTX 4060 (8 GiB)' },
+  { name: 'tinyllama-lora', hash: 'preset=tinyllama-1.1b&strategies.trainable=lora&strategies.attention=fused', gpu: 'RTX 4060 (8 GiB)' },
   { name: 'llama2-7b-lora-r16-f16-layers', hash: `preset=llama2-7b&${lora7b.join('&')}`, gpu: 'RTX 4080 (16 GiB)', frames: true },
-  { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 3060 12 GB (12 GiB)' },
+  { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 4090 (24 GiB)' },
   { name: 'mixtral-dropped', hash: `preset=llama2-7b&${lora7b.join('&')}&data.seq_len=512`, drop: 'mixtral-8x7b-v0.1.json', gpu: 'H200 (141 GB)' },
 ];
 
@@ -46,7 +51,7 @@ try {
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 
-  await page.goto(`${server.base}#preset=gpt2-small`);
+  await page.goto(`${server.base}#preset=spiral-mlp`);
   await page.waitForSelector('[data-testid="plan-start"]', { timeout: 120_000 });
   // All five in one tab: each link is loaded as one pasted into the address bar (hashchange).
   for (const [i, plan] of plans.entries()) {
@@ -60,7 +65,7 @@ try {
     if (plan.drop) {
       await page.setInputFiles('[data-testid="plan-config"]', path.join(hf, plan.drop));
       await page.waitForSelector('#plan-config-note, #plan-config-error', { timeout: 30_000 });
-      const note = await page.textContent('#plan-config-note').catch(() => null);
+      const note = await textOf(page, '#plan-config-note');
       check(note !== null && note.startsWith(plan.drop), `${plan.name}: the dropped ${plan.drop} is read: "${(note ?? '').slice(0, 100)}"`);
     }
     await page.selectOption('[data-testid="plan-gpu"]', { label: plan.gpu });
@@ -81,7 +86,7 @@ try {
     await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
     const seconds = (Date.now() - started) / 1000;
     const gap = await page.evaluate(() => { window.__gaps.on = false; return window.__gaps.longest; });
-    const error = await page.textContent('#plan-error').catch(() => null);
+    const error = await textOf(page, '#plan-error');
     check(error === null, `${plan.name}: planned in the tab in ${seconds.toFixed(1)} s${error ? `: ${error}` : ''}`);
     if (error !== null) continue;
     const verdict = await page.textContent('#plan-answer .verdict');

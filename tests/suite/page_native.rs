@@ -120,7 +120,10 @@ fn the_plan_compare_finds_a_plan_equal_and_names_a_doctored_figure() {
     let mut config = preset("sort-llama").unwrap();
     config.strategies.trainable = vramlab::engine::config::Trainable::Lora;
     let made = pollster::block_on(plan(&config, &gpu, |_| {})).unwrap();
-    assert!(made.modelled.is_some(), "a plan states the adapter it modelled");
+    assert!(
+        made.modelled.is_some(),
+        "a plan states the adapter it modelled"
+    );
     let run = |name: &str, plan: &vramlab::engine::plan::Plan| {
         let file = dir.join(name);
         std::fs::write(&file, serde_json::to_string_pretty(plan).unwrap()).unwrap();
@@ -141,7 +144,10 @@ fn the_plan_compare_finds_a_plan_equal_and_names_a_doctored_figure() {
         .unwrap() += 1;
     let (code, text) = run("doctored.json", &doctored);
     assert_eq!(code, Some(1), "{text}");
-    assert!(text.contains("high_water_in_use_by_phase.forward: page"), "{text}");
+    assert!(
+        text.contains("high_water_in_use_by_phase.forward: page"),
+        "{text}"
+    );
 
     let mut unmodelled = made;
     unmodelled.modelled = None;

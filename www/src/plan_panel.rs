@@ -11,7 +11,7 @@ use leptos::task::spawn_local;
 use vramlab::engine::Purpose;
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::InputKind;
-use vramlab::engine::device::planner_async;
+use vramlab::engine::device::{fresh_planner, this_modelled_adapter};
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::hf_config::{self, Stated};
 use vramlab::engine::memory::Categories;
@@ -174,7 +174,15 @@ async fn plan_in_tab(
     progress: RwSignal<String>,
     cancelled: Rc<Cell<bool>>,
 ) -> Result<Plan, String> {
-    let planner = planner_async().await.map_err(|err| err.to_string())?;
+    // A device of its own, as `vramlab plan` has a process of its own: the pools' history
+    // would otherwise carry from one question into the next.
+    let modelled = this_modelled_adapter()
+        .await
+        .map_err(|err| err.to_string())?
+        .with_shader_f16();
+    let planner = fresh_planner(modelled)
+        .await
+        .map_err(|err| err.to_string())?;
     // The browser polls only its own devices; this one's buffer maps (the plan's reads) fire
     // when it is polled.
     let pumping = Rc::new(Cell::new(true));
@@ -335,6 +343,11 @@ fn PlanAnswer(plan: Plan) -> impl IntoView {
             view! { <li><code>{change}</code>": "{answer}</li> }
         })
         .collect_view();
+    let fallbacks = plan
+        .fallbacks
+        .iter()
+        .map(|f| view! { <li><code>{format!("{} = {}", f.field, f.value)}</code>": "{f.reason.clone()}</li> })
+        .collect_view();
     let oversized = (!plan.oversized.is_empty()).then(|| {
         view! {
             <p class="note" id="plan-oversized">
@@ -353,11 +366,11 @@ fn PlanAnswer(plan: Plan) -> impl IntoView {
             data-seconds=format!("{:.1}", plan.seconds) data-wasm-bytes=wasm_bytes().to_string()>
             <p class=if plan.fits == Some(false) { "verdict oom" } else { "verdict fits" }>{verdict}</p>
             <p class="explain">{format!(
-                "{}: {} parameters ({} train{}), planned on {} modelled by a device with no \
-                 memory in {:.1} s. The analytic estimate: {}.",
+                "{}: {} parameters ({} train{}), planned for the browser's adapter, {}, on a \
+                 device with no memory, in {:.1} s. The analytic estimate: {}.",
                 plan.name, plan.params, plan.trainable_params,
                 if plan.adapter_params > 0 { format!(", {} in adapters", plan.adapter_params) } else { String::new() },
-                plan.modelled.as_ref().map_or("this adapter", |m| if m.name.is_empty() { "the browser's adapter" } else { m.name.as_str() }),
+                plan.modelled.as_ref().map_or("this adapter", |m| m.name.as_str()),
                 plan.seconds, gib.of(plan.predicted_peak_bytes),
             )}</p>
             <div class="stacked" id="plan-categories">{bar}</div>
@@ -370,6 +383,10 @@ fn PlanAnswer(plan: Plan) -> impl IntoView {
             {(!plan.suggestions.is_empty()).then(|| view! {
                 <h3>"Each suggestion, planned"</h3>
                 <ul id="plan-suggestions">{suggestions}</ul>
+            })}
+            {(!plan.fallbacks.is_empty()).then(|| view! {
+                <h3>"Planned otherwise than asked"</h3>
+                <ul id="plan-fallbacks">{fallbacks}</ul>
             })}
             {oversized}
         </div>

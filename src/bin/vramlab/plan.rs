@@ -78,11 +78,14 @@ pub fn compare_page(file: &Path) -> anyhow::Result<()> {
     let gpu = vramlab::engine::device::planner_modelling(modelled)?;
     let native = pollster::block_on(plan::plan(&page.config, &gpu, |_| {}))?;
     let differences = plan::compare::differences(&page, &native);
+    for apart in plan::compare::check_points_apart(&page, &native) {
+        println!("{}: note, not a high-water figure: {apart}", page.name);
+    }
     let format = ByteFormat::MIB_OR_GIB;
     if differences.is_empty() {
         println!(
             "{}: the page's plan equals this one: high-water in use {} ({} B), reserved {}, \
-             every phase and category to the byte (page {:.1} s, here {:.1} s)",
+             every phase's and category's high-water to the byte (page {:.1} s, here {:.1} s)",
             page.name,
             format.of(native.high_water_in_use_bytes),
             native.high_water_in_use_bytes,

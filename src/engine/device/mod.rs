@@ -21,7 +21,7 @@ mod modelled;
 pub mod planner;
 
 pub use modelled::{ModelledAdapter, ModelledLimits};
-pub use planner::{Planner, planner_async, planner_for};
+pub use planner::{Planner, fresh_planner, planner_async, planner_for, this_modelled_adapter};
 #[cfg(not(target_arch = "wasm32"))]
 pub use planner::{planner, planner_modelling};
 

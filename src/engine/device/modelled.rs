@@ -106,6 +106,25 @@ impl ModelledAdapter {
         }
     }
 
+    /// The same adapter stating shader-f16 where it does not, its name saying so: the page
+    /// plans for the cards people train on (every card in its list has f16 through Vulkan),
+    /// while the browser's own adapter may lack it (SwiftShader does). Nothing runs on a
+    /// planning device, so only the kernels compiled and the dtypes allowed change.
+    pub fn with_shader_f16(mut self) -> Self {
+        if !self.shader_f16() {
+            let [native, web] = self.features;
+            let f16 = wgpu::Features::SHADER_F16.bits().0;
+            self.features = [native | f16[0], web | f16[1]];
+            let name = if self.name.is_empty() {
+                "an adapter that gives no name"
+            } else {
+                self.name.as_str()
+            };
+            self.name = format!("{name} (with shader-f16 stated for the plan)");
+        }
+        self
+    }
+
     /// Whether it offers shader-f16.
     pub fn shader_f16(&self) -> bool {
         self.wgpu_features().contains(wgpu::Features::SHADER_F16)
@@ -163,5 +182,23 @@ mod tests {
         assert_eq!(limits.max_compute_workgroup_size_z, 64);
         assert_eq!(limits.max_storage_buffer_binding_size, 1 << 32);
         assert_eq!(limits.max_buffer_size, 1 << 32);
+    }
+
+    #[test]
+    fn shader_f16_is_stated_where_the_adapter_lacks_it_and_the_name_says_so() {
+        let lacking = ModelledAdapter {
+            features: [0, 0],
+            ..sample()
+        };
+        assert!(!lacking.shader_f16());
+        let stated = lacking.with_shader_f16();
+        assert!(stated.shader_f16());
+        assert!(
+            stated
+                .name
+                .ends_with("(with shader-f16 stated for the plan)")
+        );
+        let had = sample().with_shader_f16();
+        assert_eq!(had, sample(), "an adapter with f16 is left as it is");
     }
 }

@@ -79,6 +79,20 @@ pub async fn planner_for(modelled: ModelledAdapter) -> Result<Planner, EngineErr
     Ok(started)
 }
 
+/// A new planning device modelling `modelled`, never shared:
+/// cubecl's pools keep their history (their page sizes follow the largest allocation served
+/// so far), so a plan made after others on one device can reserve differently from the same
+/// plan in a fresh process. The page plans each question on its own, as `vramlab plan` does in
+/// a process of its own.
+pub async fn fresh_planner(modelled: ModelledAdapter) -> Result<Planner, EngineError> {
+    start(modelled).await
+}
+
+/// The adapter a default device would get here, as a planning device would model it.
+pub async fn this_modelled_adapter() -> Result<ModelledAdapter, EngineError> {
+    Ok(ModelledAdapter::of(&this_adapter().await?))
+}
+
 /// The adapter cubecl would pick for a default device: the high-performance one.
 async fn this_adapter() -> Result<wgpu::Adapter, EngineError> {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle())
