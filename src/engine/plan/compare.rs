@@ -42,11 +42,6 @@ pub fn differences(page: &Plan, native: &Plan) -> Vec<String> {
         &page.high_water_in_use_by_phase,
         &native.high_water_in_use_by_phase,
     );
-    found.by_phase(
-        "reserved_by_phase",
-        &page.reserved_by_phase,
-        &native.reserved_by_phase,
-    );
     found.by_category(
         "high_water_by_category",
         page.high_water_by_category,
