@@ -421,7 +421,7 @@ await sharedPage.waitForSelector('#lessons-shared', { timeout: 60_000 });
 const sharedVerdicts = await sharedPage.$$eval('#lessons .lesson .badge', (bs) => bs.map((b) => b.textContent));
 check(sharedVerdicts.filter((v) => v.includes('from the link')).length === lessonRows.length,
   `the lessons' link shows the same table elsewhere (${shareHref})`);
-// The page reads its URL when it starts: a new hash alone is not a new visit.
+// A lessons table is read when the page starts: a new lessons hash alone is not a new visit.
 await sharedPage.goto(`${base}#lessons=hhx`);
 await sharedPage.reload();
 await sharedPage.waitForSelector('#url-note', { timeout: 60_000 });

@@ -49,8 +49,19 @@ pub fn App() -> impl IntoView {
     // its configuration as a fresh page would; the page's own updates replace the hash without
     // this event.
     let on_hash = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
-        let from_url = url_state::parse(&url_state::current_hash());
-        url_note.set(from_url.note());
+        let hash = url_state::current_hash();
+        let from_url = url_state::parse(&hash);
+        // A lessons table is read when the page starts (its cards are built then), and a link
+        // with refusals is noted then: loading either here would rewrite the hash (the page
+        // keeps it in step with the config) and lose the table or the refused fields before
+        // the note is read. Those links load as a new visit.
+        if hash.contains("lessons=") || from_url.note().is_some() {
+            if let Some(window) = web_sys::window() {
+                let _ = window.location().reload();
+            }
+            return;
+        }
+        url_note.set(None);
         editor.preset.set(from_url.preset);
         editor.config.set(from_url.config);
         editor.refused.set(None);
