@@ -53,12 +53,9 @@ pub fn App() -> impl IntoView {
         let from_url = url_state::parse(&hash);
         // A lessons table is read when the page starts (its cards are built then), and a link
         // with refusals is noted then: loading either here would rewrite the hash (the page
-        // keeps it in step with the config) and lose the table or the refused fields before
-        // the note is read. Those links load as a new visit.
+        // keeps it in step with the config) and lose the table or the refused fields. Those
+        // links wait for a reload, as every link did before.
         if hash.contains("lessons=") || from_url.note().is_some() {
-            if let Some(window) = web_sys::window() {
-                let _ = window.location().reload();
-            }
             return;
         }
         url_note.set(None);
