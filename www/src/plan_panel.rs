@@ -11,7 +11,7 @@ use leptos::task::spawn_local;
 use vramlab::engine::Purpose;
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::InputKind;
-use vramlab::engine::device::{fresh_planner, this_modelled_adapter};
+use vramlab::engine::device::{Planner, fresh_planner, this_modelled_adapter};
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::hf_config::{self, Stated};
 use vramlab::engine::memory::Categories;
@@ -64,7 +64,7 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
     let progress = RwSignal::new(String::new());
     let result: RwSignal<Option<Result<Plan, String>>> = RwSignal::new(None);
     let dropped = RwSignal::new(None::<Result<String, String>>);
-    // Set by Cancel; the plan in flight stops at its next step and its pools are released.
+    // Set by Cancel; the plan in flight is dropped at the browser's next turn, its tensors freed.
     let cancelled: Rc<Cell<bool>> = Rc::new(Cell::new(false));
 
     let start = {
@@ -167,8 +167,8 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
     }
 }
 
-/// Plan `config` on the tab's planning device, pumping the device and handing the page back to
-/// the browser between steps; stops at the next step once `cancelled` is set.
+/// Plan `config` on a planning device of its own, handing the page back to the browser at the
+/// plan's reads; stops at the browser's next turn once `cancelled` is set.
 async fn plan_in_tab(
     config: vramlab::engine::RunConfig,
     progress: RwSignal<String>,
@@ -183,18 +183,6 @@ async fn plan_in_tab(
     let planner = fresh_planner(modelled)
         .await
         .map_err(|err| err.to_string())?;
-    // The browser polls only its own devices; this one's buffer maps (the plan's reads) fire
-    // when it is polled.
-    let pumping = Rc::new(Cell::new(true));
-    {
-        let (planner, pumping) = (planner.clone(), pumping.clone());
-        spawn_local(async move {
-            while pumping.get() {
-                planner.poll();
-                yield_to_browser().await;
-            }
-        });
-    }
     // A budget the config does not fit is planned again with it, then each suggestion: every
     // plan starts again at step 1.
     let mut plans = 0usize;
@@ -204,27 +192,29 @@ async fn plan_in_tab(
         }
         progress.set(format!("plan {plans}, step {step} of {PLAN_STEPS}"));
     });
-    let planned = cancellable(planned, cancelled).await;
-    pumping.set(false);
-    match planned {
+    match pumped(planned, &planner, cancelled).await {
         None => Err("plan cancelled".to_string()),
         Some(planned) => planned.map_err(|err| err.to_string()),
     }
 }
 
-/// `future`, dropped (and so stopped, its dry run ended and its tensors freed) once `cancelled`
-/// is set: checked each time the browser hands the page a turn.
-async fn cancellable<T>(
+/// `future`, run while the browser gets its turns. Each turn polls `planner` (the browser polls
+/// only its own devices, and the plan's reads wait on this one's buffer maps) and checks
+/// `cancelled`: once it is set the future is dropped (and so stopped, its dry run ended and its
+/// tensors freed) and the answer is `None`.
+async fn pumped<T>(
     future: impl std::future::Future<Output = T>,
+    planner: &Planner,
     cancelled: Rc<Cell<bool>>,
 ) -> Option<T> {
     use futures::future::{Either, select};
-    let watch = async move {
+    let turns = async move {
         while !cancelled.get() {
+            planner.poll();
             yield_to_browser().await;
         }
     };
-    match select(Box::pin(future), Box::pin(watch)).await {
+    match select(Box::pin(future), Box::pin(turns)).await {
         Either::Left((value, _)) => Some(value),
         Either::Right(((), _)) => None,
     }

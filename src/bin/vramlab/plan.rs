@@ -60,7 +60,12 @@ fn read_plan(file: &Path) -> anyhow::Result<Plan> {
 
 /// The adapter the plan in `file` modelled.
 pub fn modelled_in(file: &Path) -> anyhow::Result<ModelledAdapter> {
-    read_plan(file)?.modelled.ok_or_else(|| {
+    modelled_by(read_plan(file)?.modelled, file)
+}
+
+/// A plan's `modelled` adapter (the plan read from `file`), or why there is none.
+fn modelled_by(modelled: Option<ModelledAdapter>, file: &Path) -> anyhow::Result<ModelledAdapter> {
+    modelled.ok_or_else(|| {
         anyhow::anyhow!(
             "{}: the plan states no modelled adapter (field `modelled`): plans made before it \
              was recorded cannot be made again on their adapter",
@@ -74,7 +79,7 @@ pub fn modelled_in(file: &Path) -> anyhow::Result<ModelledAdapter> {
 /// does.
 pub fn compare_page(file: &Path) -> anyhow::Result<()> {
     let page = read_plan(file)?;
-    let modelled = modelled_in(file)?;
+    let modelled = modelled_by(page.modelled.clone(), file)?;
     let gpu = vramlab::engine::device::planner_modelling(modelled)?;
     let native = pollster::block_on(plan::plan(&page.config, &gpu, |_| {}))?;
     let differences = plan::compare::differences(&page, &native);

@@ -24,8 +24,8 @@ static PLANNERS: Mutex<Vec<Planner>> = Mutex::new(Vec::new());
 /// wgpu-core runs (the browser polls only its own), so the page pumps it while it plans.
 #[derive(Clone, Debug)]
 pub struct Planner {
+    /// The planning device; `gpu.modelled` is the adapter it states.
     pub gpu: Gpu,
-    pub modelled: ModelledAdapter,
     pub wgpu: wgpu::Device,
 }
 
@@ -54,8 +54,7 @@ pub fn planner_modelling(modelled: ModelledAdapter) -> Result<Gpu, EngineError> 
 /// The planning device modelling the adapter a default device would get here: this machine's
 /// high-performance adapter natively, the browser's WebGPU adapter in the page.
 pub async fn planner_async() -> Result<Planner, EngineError> {
-    let modelled = ModelledAdapter::of(&this_adapter().await?);
-    planner_for(modelled).await
+    planner_for(this_modelled_adapter().await?).await
 }
 
 /// The planning device modelling `modelled`, started on first use.
@@ -63,7 +62,7 @@ pub async fn planner_for(modelled: ModelledAdapter) -> Result<Planner, EngineErr
     let known = |planners: &[Planner]| {
         planners
             .iter()
-            .find(|planner| planner.modelled == modelled)
+            .find(|planner| planner.gpu.modelled.as_ref() == Some(&modelled))
             .cloned()
     };
     if let Some(planner) = known(&PLANNERS.lock().unwrap_or_else(PoisonError::into_inner)) {
@@ -164,9 +163,8 @@ async fn start(modelled: ModelledAdapter) -> Result<Planner, EngineError> {
             device,
             adapter,
             memory_pool: MemoryPool::Subslices,
-            modelled: Some(modelled.clone()),
+            modelled: Some(modelled),
         },
-        modelled,
         wgpu: polled,
     })
 }
