@@ -1,9 +1,10 @@
-// End-to-end test of "Will it fit?": five plans made in the page's wasm (cubecl's dry run on a
-// planning device with no memory behind it), each exported as `vramlab plan --json` writes it and
+// End-to-end test of "Will it fit?": five plans made in the page's wasm, in a worker of their
+// own (cubecl's dry run on a planning device with no memory behind it), each exported as `vramlab plan --json` writes it and
 // made again natively on the adapter the page modelled (`vramlab plan --compare-page`), which must
 // give every phase's and category's figure to the byte. Two of the five models come in as
-// config.json files dropped on the panel. Also: the wasm memory after the five plans, the longest
-// gap between animation frames while the 7B plan runs, and a broken config.json refused by field.
+// config.json files dropped on the panel. Also: the page's wasm memory after the five plans (and
+// each worker's), the longest gap between animation frames while each plan runs (the 7B plan's
+// within 100 ms), and a broken config.json refused by field.
 // Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -72,12 +73,10 @@ try {
     // The longest wait between two animation frames while the plan runs: how long the page
     // does not answer input.
     await page.evaluate(() => {
-      window.__gaps = { last: performance.now(), longest: 0, on: true };
+      window.__frames = { at: [performance.now()], on: true };
       const tick = (now) => {
-        const g = window.__gaps;
-        g.longest = Math.max(g.longest, now - g.last);
-        g.last = now;
-        if (g.on) requestAnimationFrame(tick);
+        window.__frames.at.push(now);
+        if (window.__frames.on) requestAnimationFrame(tick);
       };
       requestAnimationFrame(tick);
     });
@@ -85,15 +84,29 @@ try {
     await page.click('[data-testid="plan-start"]');
     await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
     const seconds = (Date.now() - started) / 1000;
-    const gap = await page.evaluate(() => { window.__gaps.on = false; return window.__gaps.longest; });
+    // Up to the moment the worker's answer reached the page (what the page does with it after
+    // that, reading and drawing it, is not planning).
+    const gap = await page.evaluate(() => {
+      window.__frames.on = false;
+      const answer = document.querySelector('#plan-answer');
+      const until = answer ? Number(answer.dataset.receivedAt) : Infinity;
+      const at = window.__frames.at.filter((t) => t <= until);
+      if (Number.isFinite(until)) at.push(until);
+      let longest = 0;
+      for (let i = 1; i < at.length; i++) longest = Math.max(longest, at[i] - at[i - 1]);
+      return longest;
+    });
     const error = await textOf(page, '#plan-error');
     check(error === null, `${plan.name}: planned in the tab in ${seconds.toFixed(1)} s${error ? `: ${error}` : ''}`);
     if (error !== null) continue;
     const verdict = await page.textContent('#plan-answer .verdict');
     console.log(`     ${plan.gpu}: ${verdict}`);
     console.log(`     longest gap between frames while planning: ${gap.toFixed(0)} ms`);
+    const memory = await page.$eval('#plan-answer', (a) => [Number(a.dataset.wasmBytes), Number(a.dataset.workerWasmBytes)]);
+    console.log(`     wasm memory: the page's ${(memory[0] / 2 ** 20).toFixed(0)} MiB, the planning worker's ${(memory[1] / 2 ** 20).toFixed(0)} MiB (gone with it)`);
     if (plan.frames) {
       check(seconds < 60, `the 7B LoRA plan completes within 60 s in headless Chromium (${seconds.toFixed(1)} s)`);
+      check(gap < 100, `the page draws a frame at least every 100 ms while the 7B plan runs (longest gap ${gap.toFixed(0)} ms)`);
     }
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export"]')]);
     const file = path.join(out, `plan-${i + 1}-${plan.name}.json`);
@@ -109,7 +122,38 @@ try {
   }
   // The five plans ran in this one tab.
   const wasm = Number(await page.$eval('#plan-answer', (a) => a.dataset.wasmBytes));
-  console.log(`     wasm memory after the last plan: ${(wasm / 2 ** 20).toFixed(0)} MiB`);
+  check(wasm < 2 ** 30, `the page's wasm memory after the five plans is under 1 GiB (${(wasm / 2 ** 20).toFixed(0)} MiB)`);
+
+  // The largest batch under a typed size: the max-batch finder in the worker, each trial a
+  // plan. The batch it finds fits when planned, and the next larger one tried does not.
+  {
+    const loaded = await page.evaluate(() => new Promise((resolve) => {
+      window.addEventListener('hashchange', () => setTimeout(() => resolve(true), 300), { once: true });
+      window.location.hash = 'preset=sort-llama';
+    }));
+    check(loaded, 'sort-llama: the link loads in the same tab');
+    await page.selectOption('[data-testid="plan-gpu"]', { label: 'another size (type it)' });
+    await page.fill('#plan-gpu-size', '48MiB');
+    const started = Date.now();
+    await page.click('[data-testid="plan-largest-batch"]');
+    await page.waitForSelector('#plan-search, #plan-error', { timeout: 300_000 });
+    const error = await textOf(page, '#plan-error');
+    check(error === null, `sort-llama: the largest batch under 48 MiB searched in the tab in ${((Date.now() - started) / 1000).toFixed(1)} s${error ? `: ${error}` : ''}`);
+    if (error === null) {
+      const found = Number(await page.$eval('#plan-search', (a) => a.dataset.maxBatch));
+      const rows = await page.$$eval('#plan-search tbody tr', (trs) => trs.map((tr) => [Number(tr.cells[0].textContent), tr.className === 'fits']));
+      const above = rows.filter(([batch]) => batch > found).map(([batch, fits]) => [batch, fits]);
+      console.log(`     ${await page.textContent('#plan-search .verdict')} trials: ${rows.map(([b, f]) => `${b}${f ? '' : '(no)'}`).join(' ')}`);
+      check(found > 0 && rows.some(([batch, fits]) => batch === found && fits) && above.every(([, fits]) => !fits) && above.length > 0,
+        `sort-llama: batch ${found} fits and every larger batch tried does not`);
+      await page.locator('#will-it-fit').screenshot({ path: path.join(out, 'plan-largest-batch.png') });
+      await page.click('#plan-use-batch');
+      await page.click('[data-testid="plan-start"]');
+      await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
+      const fits = await page.$eval('#plan-answer', (a) => a.dataset.fits).catch(() => null);
+      check(fits === 'yes', `sort-llama: "Use this batch" then Plan: batch ${found} fits 48 MiB (${fits})`);
+    }
+  }
 
   // A broken config.json is refused on the panel naming the field; the panel stays usable.
   const broken = path.join(out, 'broken-config.json');

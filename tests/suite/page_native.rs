@@ -116,7 +116,14 @@ fn the_plan_compare_finds_a_plan_equal_and_names_a_doctored_figure() {
 
     let dir = std::env::temp_dir().join(format!("vramlab-plan-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let gpu = vramlab::engine::device::planner().unwrap();
+    // A planning device of its own, as the page plans each question: the process's shared one
+    // keeps the pools' history of every plan the suite made before this test.
+    let gpu = pollster::block_on(async {
+        let modelled = vramlab::engine::device::this_modelled_adapter().await?;
+        vramlab::engine::device::fresh_planner(modelled).await
+    })
+    .unwrap()
+    .gpu;
     let mut config = preset("sort-llama").unwrap();
     config.strategies.trainable = vramlab::engine::config::Trainable::Lora;
     let made = pollster::block_on(plan(&config, &gpu, |_| {})).unwrap();

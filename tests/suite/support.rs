@@ -4,17 +4,34 @@ use std::sync::{Mutex, MutexGuard};
 
 use burn::tensor::{FloatDType, Tensor};
 
+use vramlab::engine::device::{Launches, Turn, take_turn};
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{self, Gpu, RunConfig, Timeline};
 
 static GPU_LOCK: Mutex<()> = Mutex::new(());
 
+/// Exclusive use of the process's GPU while it is held, beside no other thread's plan.
+pub struct GpuLock {
+    _exclusive: MutexGuard<'static, ()>,
+    /// A run's turn (`engine::device::take_turn`) for the whole test: a plan's dry run in
+    /// another test would drop this test's launches, including those of tests that launch
+    /// kernels directly, outside a `Run`. Plans this test makes itself do not wait for it.
+    _turn: Turn,
+}
+
 /// Exclusive use of the process's GPU for the caller's lifetime of the guard.
-pub fn gpu() -> (MutexGuard<'static, ()>, Gpu) {
-    let guard = GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+pub fn gpu() -> (GpuLock, Gpu) {
+    let exclusive = GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let turn = take_turn(Launches::Executed);
     let gpu = pollster::block_on(engine::acquire()).expect("a wgpu adapter (lavapipe in CI)");
-    (guard, gpu)
+    (
+        GpuLock {
+            _exclusive: exclusive,
+            _turn: turn,
+        },
+        gpu,
+    )
 }
 
 /// A preset with `--set`-style overrides applied.

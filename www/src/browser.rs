@@ -85,3 +85,17 @@ pub fn store(key: &str, value: &str) {
         );
     }
 }
+
+/// This wasm instance's memory now (it only grows): the page's, or a planning worker's.
+pub fn wasm_bytes() -> f64 {
+    use wasm_bindgen::JsCast;
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .map(|memory| {
+            memory
+                .buffer()
+                .dyn_into::<js_sys::ArrayBuffer>()
+                .map_or(0.0, |b| b.byte_length() as f64)
+        })
+        .unwrap_or(0.0)
+}

@@ -13,6 +13,7 @@ mod hover;
 mod lessons;
 mod memory_charts;
 mod plan_panel;
+mod plan_worker;
 mod results;
 mod run_charts;
 mod run_controls;
@@ -38,5 +39,8 @@ pub fn start() {
     // it registers.
     unsafe { __wasm_call_ctors() };
     console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(app::App);
+    // A planning worker instantiates this module too (plan_worker.rs): it has no page to mount.
+    if web_sys::window().is_some() {
+        leptos::mount::mount_to_body(app::App);
+    }
 }

@@ -11,17 +11,18 @@ use leptos::task::spawn_local;
 use vramlab::engine::Purpose;
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::InputKind;
-use vramlab::engine::device::{Planner, fresh_planner, this_modelled_adapter};
+use vramlab::engine::device::this_modelled_adapter;
+use vramlab::engine::finder::Search;
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::hf_config::{self, Stated};
 use vramlab::engine::memory::Categories;
 use vramlab::engine::memory::predict;
-use vramlab::engine::plan::{self, Checked, PLAN_STEPS, Plan};
+use vramlab::engine::plan::{Checked, Plan};
 use vramlab::engine::presets::preset;
 
-use crate::browser::download;
+use crate::browser::{download, wasm_bytes};
 use crate::editor::Editor;
-use crate::session::yield_to_browser;
+use crate::plan_worker::{Answer, Ask, Planned, plan_off_page};
 
 /// Cards people ask about, with the memory their maker states (GiB unless it says GB).
 pub const CARDS: [(&str, u64); 9] = [
@@ -62,14 +63,14 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
     };
     let planning = RwSignal::new(false);
     let progress = RwSignal::new(String::new());
-    let result: RwSignal<Option<Result<Plan, String>>> = RwSignal::new(None);
+    let result: RwSignal<Option<Result<Planned, String>>> = RwSignal::new(None);
     let dropped = RwSignal::new(None::<Result<String, String>>);
     // Set by Cancel; the plan in flight is dropped at the browser's next turn, its tensors freed.
     let cancelled: Rc<Cell<bool>> = Rc::new(Cell::new(false));
 
     let start = {
         let cancelled = cancelled.clone();
-        move |_| {
+        move |ask: Ask| {
             let mut config = editor.config.get_untracked();
             config.budget = match question.budget() {
                 Ok(budget) => Some(budget),
@@ -85,10 +86,10 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
             cancelled.set(false);
             planning.set(true);
             result.set(None);
-            progress.set("starting the planning device".into());
+            progress.set("starting the planning worker".into());
             let cancelled = cancelled.clone();
             spawn_local(async move {
-                let outcome = plan_in_tab(config, progress, cancelled).await;
+                let outcome = plan_in_worker(config, ask, progress, cancelled).await;
                 result.set(Some(outcome));
                 planning.set(false);
             });
@@ -111,14 +112,26 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
         });
     };
     let export = move |_| {
-        if let Some(Ok(plan)) = result.get_untracked()
-            && let Ok(json) = serde_json::to_string_pretty(&plan)
-        {
-            download(
-                &format!("{}-plan.json", plan.name),
-                "application/json",
-                &json,
-            );
+        // The plan as `vramlab plan --json` writes it; a search as `find-batch --json` does.
+        let exported = match result.get_untracked() {
+            Some(Ok(Planned {
+                answer: Answer::Plan(plan),
+                ..
+            })) => serde_json::to_string_pretty(&plan)
+                .map(|json| (format!("{}-plan", plan.name), json)),
+            Some(Ok(Planned {
+                answer: Answer::LargestBatch(search),
+                ..
+            })) => serde_json::to_string_pretty(&search).map(|json| {
+                (
+                    format!("{}-largest-batch", editor.config.get_untracked().name),
+                    json,
+                )
+            }),
+            _ => return,
+        };
+        if let Ok((name, json)) = exported {
+            download(&format!("{name}.json"), "application/json", &json);
         }
     };
 
@@ -154,70 +167,54 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
                     on:input=move |ev| question.typed.set(event_target_value(&ev)) />
             })}
             <button data-testid="plan-start" id="plan-start" class="primary"
-                on:click=start disabled=move || planning.get()>"Plan"</button>
+                on:click={
+                    let start = start.clone();
+                    move |_| start(Ask::Plan)
+                } disabled=move || planning.get()>"Plan"</button>
+            <button data-testid="plan-largest-batch" id="plan-largest-batch"
+                title="The largest batch under this card's memory: the max-batch finder, each trial a plan"
+                on:click=move |_| start(Ask::LargestBatch) disabled=move || planning.get()>"Largest batch"</button>
             <button id="plan-cancel" on:click=cancel disabled=move || !planning.get()>"Cancel"</button>
             <button data-testid="plan-export" id="plan-export" on:click=export
                 disabled=move || !matches!(result.get(), Some(Ok(_)))>"Export JSON"</button>
             {move || planning.get().then(|| view! { <p class="status" id="plan-progress">{progress}</p> })}
             {move || result.get().map(|outcome| match outcome {
-                Ok(plan) => view! { <PlanAnswer plan=plan /> }.into_any(),
+                Ok(Planned { answer: Answer::Plan(plan), worker_wasm_bytes, received_at_ms }) => view! {
+                    <PlanAnswer plan=*plan worker_wasm_bytes received_at_ms />
+                }.into_any(),
+                Ok(Planned { answer: Answer::LargestBatch(search), worker_wasm_bytes, received_at_ms }) => view! {
+                    <SearchAnswer search=*search editor worker_wasm_bytes received_at_ms />
+                }.into_any(),
                 Err(err) => view! { <p class="error" id="plan-error">{err}</p> }.into_any(),
             })}
         </section>
     }
 }
 
-/// Plan `config` on a planning device of its own, handing the page back to the browser at the
-/// plan's reads; stops at the browser's next turn once `cancelled` is set.
-async fn plan_in_tab(
+/// Plan `config` in a worker of its own (the page answers input meanwhile), on the browser's
+/// adapter as a planning device models it; stops within a tenth of a second once `cancelled`
+/// is set.
+async fn plan_in_worker(
     config: vramlab::engine::RunConfig,
+    ask: Ask,
     progress: RwSignal<String>,
     cancelled: Rc<Cell<bool>>,
-) -> Result<Plan, String> {
-    // A device of its own, as `vramlab plan` has a process of its own: the pools' history
-    // would otherwise carry from one question into the next.
+) -> Result<Planned, String> {
+    // Modelled here: the worker's navigator has WebGPU too, but the page's adapter is the one
+    // a person's run gets. SwiftShader lacks shader-f16 and every listed card has it.
     let modelled = this_modelled_adapter()
         .await
         .map_err(|err| err.to_string())?
         .with_shader_f16();
-    let planner = fresh_planner(modelled)
-        .await
-        .map_err(|err| err.to_string())?;
-    // A budget the config does not fit is planned again with it, then each suggestion: every
-    // plan starts again at step 1.
-    let mut plans = 0usize;
-    let planned = plan::plan(&config, &planner.gpu, |step| {
-        if step == 1 {
-            plans += 1;
-        }
-        progress.set(format!("plan {plans}, step {step} of {PLAN_STEPS}"));
-    });
-    match pumped(planned, &planner, cancelled).await {
-        None => Err("plan cancelled".to_string()),
-        Some(planned) => planned.map_err(|err| err.to_string()),
-    }
-}
-
-/// `future`, run while the browser gets its turns. Each turn polls `planner` (the browser polls
-/// only its own devices, and the plan's reads wait on this one's buffer maps) and checks
-/// `cancelled`: once it is set the future is dropped (and so stopped, its dry run ended and its
-/// tensors freed) and the answer is `None`.
-async fn pumped<T>(
-    future: impl std::future::Future<Output = T>,
-    planner: &Planner,
-    cancelled: Rc<Cell<bool>>,
-) -> Option<T> {
-    use futures::future::{Either, select};
-    let turns = async move {
-        while !cancelled.get() {
-            planner.poll();
-            yield_to_browser().await;
-        }
-    };
-    match select(Box::pin(future), Box::pin(turns)).await {
-        Either::Left((value, _)) => Some(value),
-        Either::Right(((), _)) => None,
-    }
+    plan_off_page(
+        config,
+        modelled,
+        ask,
+        |said| progress.set(said),
+        || cancelled.get(),
+    )
+    .await?
+    .ok_or_else(|| "plan cancelled".to_string())
 }
 
 /// Read a dropped config.json into the editor: its model replaces the editor's (a transformer
@@ -259,7 +256,7 @@ fn load_hf_config(editor: &Editor, name: &str, text: &str) -> Result<String, Str
 /// The answer: fits or not with the margin, the training step's high-water by category, each
 /// phase, what forward keeps most, and each suggestion planned in turn.
 #[component]
-fn PlanAnswer(plan: Plan) -> impl IntoView {
+fn PlanAnswer(plan: Plan, worker_wasm_bytes: f64, received_at_ms: f64) -> impl IntoView {
     let gib = ByteFormat::MIB_OR_GIB;
     let budget = plan.budget_bytes.unwrap_or(0);
     let peak = plan
@@ -353,15 +350,18 @@ fn PlanAnswer(plan: Plan) -> impl IntoView {
     };
     view! {
         <div id="plan-answer" data-fits=fits data-high-water=plan.high_water_in_use_bytes.to_string()
-            data-seconds=format!("{:.1}", plan.seconds) data-wasm-bytes=wasm_bytes().to_string()>
+            data-seconds=format!("{:.1}", plan.seconds) data-wasm-bytes=wasm_bytes().to_string()
+            data-worker-wasm-bytes=worker_wasm_bytes.to_string()
+            data-received-at=received_at_ms.to_string()>
             <p class=if plan.fits == Some(false) { "verdict oom" } else { "verdict fits" }>{verdict}</p>
             <p class="explain">{format!(
                 "{}: {} parameters ({} train{}), planned for the browser's adapter, {}, on a \
-                 device with no memory, in {:.1} s. The analytic estimate: {}.",
+                 device with no memory, in {:.1} s, in a worker that held {} of wasm memory. \
+                 The analytic estimate: {}.",
                 plan.name, plan.params, plan.trainable_params,
                 if plan.adapter_params > 0 { format!(", {} in adapters", plan.adapter_params) } else { String::new() },
                 plan.modelled.as_ref().map_or("this adapter", |m| m.name.as_str()),
-                plan.seconds, gib.of(plan.predicted_peak_bytes),
+                plan.seconds, gib.of(worker_wasm_bytes as u64), gib.of(plan.predicted_peak_bytes),
             )}</p>
             <div class="stacked" id="plan-categories">{bar}</div>
             <table class="phases">
@@ -383,16 +383,66 @@ fn PlanAnswer(plan: Plan) -> impl IntoView {
     }
 }
 
-/// The tab's wasm memory now (it only grows): what the plans have cost the page.
-fn wasm_bytes() -> f64 {
-    use wasm_bindgen::JsCast;
-    wasm_bindgen::memory()
-        .dyn_into::<js_sys::WebAssembly::Memory>()
-        .map(|memory| {
-            memory
-                .buffer()
-                .dyn_into::<js_sys::ArrayBuffer>()
-                .map_or(0.0, |b| b.byte_length() as f64)
+/// The largest batch that fits the card, found by the max-batch finder with each trial a plan;
+/// every trial listed, and the batch can be taken into the editor.
+#[component]
+fn SearchAnswer(
+    search: Search,
+    editor: Editor,
+    worker_wasm_bytes: f64,
+    received_at_ms: f64,
+) -> impl IntoView {
+    let gib = ByteFormat::MIB_OR_GIB;
+    let verdict = match search.max_batch {
+        Some(batch) => format!(
+            "Largest batch that fits: {batch} ({} trials planned, {} did not fit, {:.1} s).",
+            search.trials, search.ooms, search.seconds
+        ),
+        None => match search.smallest_failure() {
+            Some((batch, _)) => format!("No batch fits: even batch {batch} does not."),
+            None => "No batch fits.".to_string(),
+        },
+    };
+    let found = search
+        .max_batch
+        .map_or(String::new(), |batch| batch.to_string());
+    let apply = search.max_batch.map(|batch| {
+        view! {
+            <button id="plan-use-batch" on:click=move |_| editor.set("batch_size", &batch.to_string())>
+                "Use this batch"
+            </button>
+        }
+    });
+    let rows = search
+        .trials_log
+        .iter()
+        .map(|trial| {
+            view! {
+                <tr class=if trial.fits { "fits" } else { "oom" }>
+                    <td>{trial.batch}</td>
+                    <td>{if trial.fits { "fits" } else { "does not fit" }}</td>
+                    <td>{gib.of(trial.peak_in_use_bytes)}</td>
+                    <td>{gib.of(trial.peak_reserved_bytes)}</td>
+                </tr>
+            }
         })
-        .unwrap_or(0.0)
+        .collect_view();
+    view! {
+        <div id="plan-search" data-max-batch=found data-trials=search.trials.to_string()
+            data-wasm-bytes=wasm_bytes().to_string()
+            data-worker-wasm-bytes=worker_wasm_bytes.to_string()
+            data-received-at=received_at_ms.to_string()>
+            <p class=if search.max_batch.is_some() { "verdict fits" } else { "verdict oom" }>{verdict} " " {apply}</p>
+            <p class="explain">
+                "The max-batch finder's search (as vramlab find-batch --plan), each trial a plan \
+                 of two steps on a planning device of its own; the other fields as the config \
+                 above has them."
+            </p>
+            <table class="trials">
+                <thead><tr><th>"batch"</th><th>"trial"</th><th>"high-water in use"</th><th>"reserved"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            {search.notes.iter().map(|note| view! { <p class="note">{note.clone()}</p> }).collect_view()}
+        </div>
+    }
 }

@@ -207,7 +207,7 @@ pub async fn yield_to_browser() {
 }
 
 /// Resume after `ms` milliseconds of the browser's own work.
-async fn wait_ms(ms: i32) {
+pub async fn wait_ms(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(window) = web_sys::window() {
             let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);

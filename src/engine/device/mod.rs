@@ -19,11 +19,13 @@ use crate::engine::error::EngineError;
 
 mod modelled;
 pub mod planner;
+mod turns;
 
 pub use modelled::{ModelledAdapter, ModelledLimits};
 pub use planner::{Planner, fresh_planner, planner_async, planner_for, this_modelled_adapter};
 #[cfg(not(target_arch = "wasm32"))]
 pub use planner::{planner, planner_modelling};
+pub use turns::{Launches, Turn, take_turn};
 
 /// The backend name a planning device reports (`planner`).
 pub const PLANNING_BACKEND: &str = "noop";

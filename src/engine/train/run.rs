@@ -7,7 +7,7 @@ use web_time::Instant;
 
 use crate::engine::config::RunConfig;
 use crate::engine::data::{BatchOrder, Dataset};
-use crate::engine::device::Gpu;
+use crate::engine::device::{Gpu, Turn};
 use crate::engine::error::EngineError;
 use crate::engine::memory::categories::{self, SetupBytes};
 use crate::engine::memory::trace::MAX_TRACE_POINTS;
@@ -64,6 +64,9 @@ pub struct Run {
     /// Held for a plan's whole life: every launch is compiled and dropped, pages are carved
     /// without device memory behind them.
     _dry_run: Option<DryRun>,
+    /// This run's turn beside the process's other runs and plans (`device::turns`); declared
+    /// after the dry run so that it ends after it.
+    _turn: Turn,
 }
 
 impl Run {

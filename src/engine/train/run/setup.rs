@@ -5,7 +5,7 @@ use burn::cubecl::dry_run::DryRun;
 
 use crate::engine::config::RunConfig;
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
-use crate::engine::device::Gpu;
+use crate::engine::device::{Gpu, Launches, Turn, take_turn};
 use crate::engine::error::EngineError;
 use crate::engine::memory::categories::SetupBytes;
 use crate::engine::memory::largest::bindable;
@@ -32,7 +32,9 @@ impl Run {
                 phase: "data".into(),
                 message,
             })?;
-        Self::start(config.clone(), gpu, data, None)
+        // After any plan another thread has open: its dry run would drop this run's launches.
+        let turn = take_turn(Launches::Executed);
+        Self::start(config.clone(), gpu, data, (turn, None))
             .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Run))
     }
 
@@ -54,8 +56,11 @@ impl Run {
             train.max(config.batch_size),
             test.min(2 * config.eval_batch_size),
         );
+        // The dry run opens once no other thread's run is open: it drops every launch in the
+        // process.
+        let turn = take_turn(Launches::Dropped);
         let dry_run = DryRun::new();
-        Self::start(config.clone(), gpu, data, Some(dry_run))
+        Self::start(config.clone(), gpu, data, (turn, Some(dry_run)))
             .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Plan))
     }
 
@@ -63,7 +68,7 @@ impl Run {
         config: RunConfig,
         gpu: &Gpu,
         data: Dataset,
-        dry_run: Option<DryRun>,
+        (turn, dry_run): (Turn, Option<DryRun>),
     ) -> Result<Self, EngineError> {
         let data = if config.model.is_decoder() {
             data.next_token()
@@ -123,6 +128,7 @@ impl Run {
                 plan: dry_run.is_some(),
             },
             _dry_run: dry_run,
+            _turn: turn,
         })
     }
 }

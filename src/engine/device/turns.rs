@@ -1,0 +1,98 @@
+//! Real runs and plans in one process take turns. cubecl's dry run is process-wide: while a
+//! plan's `DryRun` is open, every launch on every device and every thread is compiled and
+//! dropped, so a real run's kernels issued meanwhile never run and its reads return whatever
+//! its buffers held before. Seen in the test suite, where tests run two at a time: a tiny
+//! Mixtral trained beside a plan read a first loss of 0.0054, then NaN, and its router sent
+//! every token of a pass to one expert. So a run waits for the open plans to end and a plan for
+//! the open runs of other threads; runs share the device among themselves, and so do plans.
+//!
+//! A thread does one thing at a time, so its own turns never wait for each other: a thread
+//! that holds a run's turn may plan (the test suite holds one for each test that uses the
+//! GPU, and some of those plan), as long as each plan ends before that thread launches real
+//! work again; every plan the engine makes runs to its end where it starts. In wasm there is
+//! one thread, so nothing waits: the page plans in a worker, a wasm instance of its own.
+
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::thread::ThreadId;
+
+/// What a turn's launches do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launches {
+    /// A real run: every launch runs.
+    Executed,
+    /// A plan: cubecl's dry run drops every launch in the process.
+    Dropped,
+}
+
+/// An open turn; the next kind may start once every turn of this kind has been dropped.
+#[derive(Debug)]
+pub struct Turn {
+    launches: Launches,
+    thread: ThreadId,
+}
+
+/// The open turns, each with the thread that took it.
+static OPEN: Mutex<Vec<(Launches, ThreadId)>> = Mutex::new(Vec::new());
+static ENDED: Condvar = Condvar::new();
+
+/// Wait until no other thread holds a turn of the other kind, then open one of `launches`.
+pub fn take_turn(launches: Launches) -> Turn {
+    let thread = std::thread::current().id();
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    while !cfg!(target_arch = "wasm32")
+        && open
+            .iter()
+            .any(|&(kind, held_by)| kind != launches && held_by != thread)
+    {
+        open = ENDED.wait(open).unwrap_or_else(PoisonError::into_inner);
+    }
+    open.push((launches, thread));
+    Turn { launches, thread }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = open
+            .iter()
+            .position(|&(kind, thread)| kind == self.launches && thread == self.thread)
+        {
+            open.swap_remove(at);
+        }
+        drop(open);
+        ENDED.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// One test for the whole module: the turns are process-wide, and tests run in parallel.
+    #[test]
+    fn a_plan_waits_for_other_threads_runs_and_not_for_its_own() {
+        let run = take_turn(Launches::Executed);
+        let second_run = take_turn(Launches::Executed);
+        // This thread's own run does not hold its plan back.
+        drop(take_turn(Launches::Dropped));
+
+        let (sender, receiver) = mpsc::channel();
+        let planner = std::thread::spawn(move || {
+            let turn = take_turn(Launches::Dropped);
+            sender.send(()).unwrap();
+            drop(turn);
+        });
+        drop(second_run);
+        assert!(
+            receiver.recv_timeout(Duration::from_millis(300)).is_err(),
+            "another thread's plan waits while a run is still open"
+        );
+        drop(run);
+        receiver
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the plan starts once the runs end");
+        planner.join().unwrap();
+    }
+}
