@@ -132,6 +132,7 @@ try {
       window.location.hash = 'preset=sort-llama';
     }));
     check(loaded, 'sort-llama: the link loads in the same tab');
+    check(await page.$('#plan-config-note') === null, "the dropped Mixtral config.json's note is gone once the editor holds sort-llama");
     await page.selectOption('[data-testid="plan-gpu"]', { label: 'another size (type it)' });
     await page.fill('#plan-gpu-size', '48MiB');
     const started = Date.now();
@@ -147,6 +148,11 @@ try {
       check(found > 0 && rows.some(([batch, fits]) => batch === found && fits) && above.every(([, fits]) => !fits) && above.length > 0,
         `sort-llama: batch ${found} fits and every larger batch tried does not`);
       await page.locator('#will-it-fit').screenshot({ path: path.join(out, 'plan-largest-batch.png') });
+      // The same search natively (this machine's adapter modelled, each trial a process).
+      const native = JSON.parse(execFileSync(vramlab, ['find-batch', '--plan', '--preset', 'sort-llama', '--budget', '48MiB', '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+      const nativeTrials = native.trials_log.map((t) => [t.batch, t.fits]);
+      check(native.max_batch === found && JSON.stringify(nativeTrials) === JSON.stringify(rows),
+        `sort-llama: vramlab find-batch --plan finds ${native.max_batch} through the same ${native.trials} trials`);
       await page.click('#plan-use-batch');
       await page.click('[data-testid="plan-start"]');
       await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });

@@ -65,6 +65,8 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
     let progress = RwSignal::new(String::new());
     let result: RwSignal<Option<Result<Planned, String>>> = RwSignal::new(None);
     let dropped = RwSignal::new(None::<Result<String, String>>);
+    // The model the last dropped config.json put in the editor.
+    let dropped_model = StoredValue::new(None::<vramlab::engine::config::ModelConfig>);
     // Set by Cancel; the plan in flight is dropped at the browser's next turn, its tensors freed.
     let cancelled: Rc<Cell<bool>> = Rc::new(Cell::new(false));
 
@@ -108,9 +110,24 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
         spawn_local(async move {
             let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
             let text = text.ok().and_then(|t| t.as_string()).unwrap_or_default();
-            dropped.set(Some(load_hf_config(&editor, &name, &text)));
+            let loaded = load_hf_config(&editor, &name, &text);
+            if loaded.is_ok() {
+                dropped_model.set_value(Some(editor.config.with_untracked(|c| c.model.clone())));
+            }
+            dropped.set(Some(loaded));
         });
     };
+    // The note speaks of the dropped file's model: once the editor holds another (a link
+    // loaded, a preset picked, a model field edited) it is gone.
+    Effect::new(move |_| {
+        editor.config.with(|config| {
+            if dropped_model.with_value(|model| model.as_ref().is_some_and(|m| *m != config.model))
+            {
+                dropped_model.set_value(None);
+                dropped.set(None);
+            }
+        });
+    });
     let export = move |_| {
         // The plan as `vramlab plan --json` writes it; a search as `find-batch --json` does.
         let exported = match result.get_untracked() {
