@@ -161,7 +161,7 @@ pub fn DataPreview(
     });
     let built = Memo::new(move |_| {
         let (data, seed) = data.get();
-        Dataset::build(&data, seed).map_err(|e| e.to_string())
+        Dataset::preview(&data, seed).map_err(|e| e.to_string())
     });
     view! {
         <div class="preview">

@@ -75,6 +75,9 @@ pub struct Dataset {
     pub standardisation: Vec<FeatureScale>,
 }
 
+/// The samples [`Dataset::preview`] builds of a token stream.
+pub const PREVIEW_SAMPLES: usize = 8;
+
 /// `(train, test)` sample counts for a data config; validation uses it before generating.
 pub fn split_sizes(data: &DataConfig) -> (usize, usize) {
     let total = match data.kind {
@@ -136,6 +139,23 @@ impl Dataset {
             scored_from: 0,
             standardisation: Vec::new(),
         }
+    }
+
+    /// What the page's data preview shows: the data as [`Dataset::build`] makes it, except
+    /// that a token stream stops after its first [`PREVIEW_SAMPLES`] samples. The stream is
+    /// drawn sample by sample and its training split is its first samples, so the first
+    /// training sample is the full build's; building the whole of a 7B preset's stream (8,192
+    /// samples of 2,048 tokens, inputs and targets, each copied into its split) held hundreds
+    /// of MiB of the page's memory to show one sample.
+    pub fn preview(data: &DataConfig, seed: u64) -> Result<Self, String> {
+        if data.kind != DataKind::Stream || data.samples <= PREVIEW_SAMPLES {
+            return Self::build(data, seed);
+        }
+        let first = DataConfig {
+            samples: PREVIEW_SAMPLES,
+            ..data.clone()
+        };
+        Self::build(&first, seed)
     }
 
     /// Generate (or decode) the data set and split it. `seed` drives both.
@@ -424,6 +444,30 @@ mod tests {
             samples: 400,
             ..DataConfig::default()
         }
+    }
+
+    #[test]
+    fn a_streams_preview_shows_the_full_builds_first_training_sample() {
+        let data = DataConfig {
+            kind: DataKind::Stream,
+            samples: 256,
+            seq_len: 32,
+            vocab: 50,
+            ..DataConfig::default()
+        };
+        let (full, preview) = (
+            Dataset::build(&data, 3).unwrap(),
+            Dataset::preview(&data, 3).unwrap(),
+        );
+        assert_eq!(preview.train.len + preview.test.len, PREVIEW_SAMPLES);
+        let first = |set: &Dataset| match &set.train.inputs {
+            HostInputs::Tokens { values, width } => (
+                values[..*width].to_vec(),
+                set.train.targets[..*width].to_vec(),
+            ),
+            _ => panic!("a stream has tokens"),
+        };
+        assert_eq!(first(&preview), first(&full));
     }
 
     #[test]
