@@ -4,6 +4,7 @@
 //! figures are the allocator's own, for models far bigger than this device; nothing is executed,
 //! so there are no losses.
 
+pub mod card;
 pub mod compare;
 
 use std::collections::BTreeMap;

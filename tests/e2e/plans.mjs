@@ -112,6 +112,18 @@ try {
     const file = path.join(out, `plan-${i + 1}-${plan.name}.json`);
     await download.saveAs(file);
     await page.locator('#will-it-fit').screenshot({ path: path.join(out, `plan-${i + 1}-${plan.name}.png`) });
+    if (plan.frames) {
+      // Export image: the answer as an SVG card, drawn here to a PNG to look at.
+      const [image] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export-image"]')]);
+      const svg = path.join(out, `plan-${i + 1}-${plan.name}.svg`);
+      await image.saveAs(svg);
+      const text = fs.readFileSync(svg, 'utf8');
+      check(text.startsWith('<svg') && text.includes(verdict.trim()), `${plan.name}: Export image writes the answer as an SVG card ("${verdict.trim().slice(0, 40)}...")`);
+      const card = await browser.newPage();
+      await card.goto(`file://${svg}`);
+      await card.screenshot({ path: svg.replace(/\.svg$/, '-card.png') });
+      await card.close();
+    }
     // Made again natively, on the adapter the page modelled: every figure to the byte.
     try {
       const said = execFileSync(vramlab, ['plan', '--compare-page', file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });

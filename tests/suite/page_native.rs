@@ -163,3 +163,53 @@ fn the_plan_compare_finds_a_plan_equal_and_names_a_doctored_figure() {
     assert!(text.contains("field `modelled`"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The page's Export image: a plan's SVG card carries its verdict against the budget, each
+/// category that holds memory and each phase with its figures, and nothing unescaped.
+#[test]
+fn a_plans_card_shows_its_verdict_categories_and_phases() {
+    use vramlab::engine::config::Budget;
+    use vramlab::engine::format::ByteFormat;
+    use vramlab::engine::memory::Categories;
+    use vramlab::engine::plan::plan;
+    use vramlab::engine::presets::preset;
+
+    let gpu = pollster::block_on(async {
+        let modelled = vramlab::engine::device::this_modelled_adapter().await?;
+        vramlab::engine::device::fresh_planner(modelled).await
+    })
+    .unwrap()
+    .gpu;
+    let mut config = preset("sort-llama").unwrap();
+    config.name = "sort-llama <&>".into();
+    config.budget = Some(Budget::Bytes(1 << 30));
+    let made = pollster::block_on(plan(&config, &gpu, |_| {})).unwrap();
+    let card = made.svg();
+    assert!(card.starts_with("<svg") && card.trim_end().ends_with("</svg>"));
+    assert!(
+        made.verdict().starts_with("Fits: high-water"),
+        "{}",
+        made.verdict()
+    );
+    assert!(card.contains(&made.verdict()), "{card}");
+    assert!(card.contains("sort-llama &lt;&amp;&gt;") && !card.contains("<&>"));
+    let gib = ByteFormat::MIB_OR_GIB;
+    let categories = made
+        .high_water_by_category
+        .expect("a training step's categories");
+    for (name, bytes) in Categories::NAMES.iter().zip(categories.values()) {
+        assert_eq!(
+            card.contains(&format!("{name}: {}", gib.of(bytes))),
+            bytes > 0,
+            "{name}"
+        );
+    }
+    for (phase, bytes) in &made.high_water_in_use_by_phase {
+        assert!(
+            card.contains(&format!(">{}</text>", phase.name()))
+                && card.contains(&format!(">{}</text>", gib.of(*bytes))),
+            "{}",
+            phase.name()
+        );
+    }
+}

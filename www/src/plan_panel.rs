@@ -151,6 +151,20 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
             download(&format!("{name}.json"), "application/json", &json);
         }
     };
+    // The plan's answer as an SVG card (engine::plan::card).
+    let export_image = move |_| {
+        if let Some(Ok(Planned {
+            answer: Answer::Plan(plan),
+            ..
+        })) = result.get_untracked()
+        {
+            download(
+                &format!("{}-plan.svg", plan.name),
+                "image/svg+xml",
+                &plan.svg(),
+            );
+        }
+    };
 
     view! {
         <section class="panel" id="will-it-fit">
@@ -194,6 +208,8 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
             <button id="plan-cancel" on:click=cancel disabled=move || !planning.get()>"Cancel"</button>
             <button data-testid="plan-export" id="plan-export" on:click=export
                 disabled=move || !matches!(result.get(), Some(Ok(_)))>"Export JSON"</button>
+            <button data-testid="plan-export-image" id="plan-export-image" on:click=export_image
+                disabled=move || !matches!(result.get(), Some(Ok(Planned { answer: Answer::Plan(_), .. })))>"Export image"</button>
             {move || planning.get().then(|| view! { <p class="status" id="plan-progress">{progress}</p> })}
             {move || result.get().map(|outcome| match outcome {
                 Ok(Planned { answer: Answer::Plan(plan), worker_wasm_bytes, received_at_ms }) => view! {
@@ -275,30 +291,7 @@ fn load_hf_config(editor: &Editor, name: &str, text: &str) -> Result<String, Str
 #[component]
 fn PlanAnswer(plan: Plan, worker_wasm_bytes: f64, received_at_ms: f64) -> impl IntoView {
     let gib = ByteFormat::MIB_OR_GIB;
-    let budget = plan.budget_bytes.unwrap_or(0);
-    let peak = plan
-        .high_water_in_use_bytes
-        .max(plan.high_water_reserved_bytes);
-    let verdict = match plan.fits {
-        Some(true) => format!(
-            "Fits: high-water {} in use, {} reserved, under {} ({} to spare).",
-            gib.of(plan.high_water_in_use_bytes),
-            gib.of(plan.high_water_reserved_bytes),
-            gib.of(budget),
-            gib.of(budget.saturating_sub(peak)),
-        ),
-        Some(false) => format!(
-            "Does not fit: high-water {} in use, {} reserved, over {} by {}.",
-            gib.of(plan.high_water_in_use_bytes),
-            gib.of(plan.high_water_reserved_bytes),
-            gib.of(budget),
-            gib.of(peak.saturating_sub(budget)),
-        ),
-        None => format!(
-            "High-water {} in use.",
-            gib.of(plan.high_water_in_use_bytes)
-        ),
-    };
+    let verdict = plan.verdict();
     let categories = plan.high_water_by_category.unwrap_or_default();
     let total = categories.values().iter().sum::<u64>().max(1);
     let bar = Categories::NAMES

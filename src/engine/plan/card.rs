@@ -1,0 +1,178 @@
+//! A plan's answer in a sentence and as an image: the verdict against the budget, and an SVG
+//! card (the verdict, the training step's high-water mark stacked by what holds it, each phase
+//! in use and reserved, what it was planned for) that the page exports. Made from the plan
+//! alone, so whichever front draws it draws the same card.
+
+use std::fmt::Write;
+
+use crate::engine::format::ByteFormat;
+use crate::engine::memory::Categories;
+
+use super::Plan;
+
+/// The card's width in pixels.
+const WIDTH: u32 = 720;
+/// Each category's colour, in [`Categories::NAMES`] order (the page's stacked bar's).
+const COLOURS: [&str; 6] = [
+    "#4c72b0", "#dd8452", "#937860", "#55a868", "#c44e52", "#8c8c8c",
+];
+
+impl Plan {
+    /// Fits or not, with the margin; without a budget, the high-water mark.
+    pub fn verdict(&self) -> String {
+        let gib = ByteFormat::MIB_OR_GIB;
+        let budget = self.budget_bytes.unwrap_or(0);
+        let (in_use, reserved) = (self.high_water_in_use_bytes, self.high_water_reserved_bytes);
+        let peak = in_use.max(reserved);
+        match self.fits {
+            Some(true) => format!(
+                "Fits: high-water {} in use, {} reserved, under {} ({} to spare).",
+                gib.of(in_use),
+                gib.of(reserved),
+                gib.of(budget),
+                gib.of(budget.saturating_sub(peak)),
+            ),
+            Some(false) => format!(
+                "Does not fit: high-water {} in use, {} reserved, over {} by {}.",
+                gib.of(in_use),
+                gib.of(reserved),
+                gib.of(budget),
+                gib.of(peak.saturating_sub(budget)),
+            ),
+            None => format!("High-water {} in use.", gib.of(in_use)),
+        }
+    }
+
+    /// The plan as an SVG card.
+    pub fn svg(&self) -> String {
+        let gib = ByteFormat::MIB_OR_GIB;
+        let mut body = String::new();
+        let mut y = 30;
+        let line = |body: &mut String, y: &mut u32, size: u32, weight: &str, text: &str| {
+            let _ = writeln!(
+                body,
+                r#"<text x="16" y="{y}" font-size="{size}" font-weight="{weight}">{}</text>"#,
+                escaped(text)
+            );
+            *y += size + 10;
+        };
+        line(
+            &mut body,
+            &mut y,
+            18,
+            "bold",
+            &format!("Will it fit? {}", self.name),
+        );
+        line(&mut body, &mut y, 15, "bold", &self.verdict());
+        let planned_on = self
+            .modelled
+            .as_ref()
+            .map_or(self.adapter.name.as_str(), |m| m.name.as_str());
+        line(
+            &mut body,
+            &mut y,
+            13,
+            "normal",
+            &format!(
+                "{} parameters ({} trained), batch {}, {} tokens a sample",
+                self.params,
+                self.trainable_params,
+                self.config.batch_size,
+                self.config.data.seq_len
+            ),
+        );
+        line(
+            &mut body,
+            &mut y,
+            13,
+            "normal",
+            &format!("planned by cubecl's dry run, modelling {planned_on}"),
+        );
+
+        // The training step's high-water mark, stacked by what holds it.
+        let categories = self.high_water_by_category.unwrap_or_default();
+        let total = categories.values().iter().sum::<u64>().max(1);
+        let (bar_width, mut x) = (f64::from(WIDTH - 32), 16.0);
+        for ((name, bytes), colour) in Categories::NAMES
+            .iter()
+            .zip(categories.values())
+            .zip(COLOURS)
+        {
+            if bytes == 0 {
+                continue;
+            }
+            let width = bar_width * bytes as f64 / total as f64;
+            let _ = writeln!(
+                body,
+                r#"<rect x="{x:.1}" y="{y}" width="{width:.1}" height="24" fill="{colour}"><title>{}</title></rect>"#,
+                escaped(&format!("{name}: {}", gib.of(bytes)))
+            );
+            x += width;
+        }
+        y += 44;
+        for ((name, bytes), colour) in Categories::NAMES
+            .iter()
+            .zip(categories.values())
+            .zip(COLOURS)
+            .filter(|((_, bytes), _)| *bytes > 0)
+        {
+            let _ = writeln!(
+                body,
+                r#"<rect x="16" y="{}" width="12" height="12" fill="{colour}"/>"#,
+                y - 11
+            );
+            let _ = writeln!(
+                body,
+                r#"<text x="34" y="{y}" font-size="13">{}</text>"#,
+                escaped(&format!("{name}: {}", gib.of(bytes)))
+            );
+            y += 20;
+        }
+
+        // Each phase, in use and reserved.
+        y += 10;
+        let _ = writeln!(
+            body,
+            r#"<text x="16" y="{y}" font-size="13" font-weight="bold">phase</text><text x="200" y="{y}" font-size="13" font-weight="bold" text-anchor="end">in use</text><text x="320" y="{y}" font-size="13" font-weight="bold" text-anchor="end">reserved</text>"#
+        );
+        for (phase, bytes) in &self.high_water_in_use_by_phase {
+            y += 20;
+            let reserved = self.reserved_by_phase.get(phase).copied().unwrap_or(0);
+            let _ = writeln!(
+                body,
+                r#"<text x="16" y="{y}" font-size="13">{}</text><text x="200" y="{y}" font-size="13" text-anchor="end">{}</text><text x="320" y="{y}" font-size="13" text-anchor="end">{}</text>"#,
+                phase.name(),
+                gib.of(*bytes),
+                gib.of(reserved)
+            );
+        }
+        let height = y + 24;
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
+             viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\">\n\
+             <rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n{body}</svg>\n"
+        )
+    }
+}
+
+/// `text` with XML's five special characters escaped.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escaped;
+
+    #[test]
+    fn text_is_escaped_for_xml() {
+        assert_eq!(
+            escaped(r#"a<b & "c" 'd'>"#),
+            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;"
+        );
+    }
+}
