@@ -116,14 +116,7 @@ fn the_plan_compare_finds_a_plan_equal_and_names_a_doctored_figure() {
 
     let dir = std::env::temp_dir().join(format!("vramlab-plan-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // A planning device of its own, as the page plans each question: the process's shared one
-    // keeps the pools' history of every plan the suite made before this test.
-    let gpu = pollster::block_on(async {
-        let modelled = vramlab::engine::device::this_modelled_adapter().await?;
-        vramlab::engine::device::fresh_planner(modelled).await
-    })
-    .unwrap()
-    .gpu;
+    let gpu = own_planning_device();
     let mut config = preset("sort-llama").unwrap();
     config.strategies.trainable = vramlab::engine::config::Trainable::Lora;
     let made = pollster::block_on(plan(&config, &gpu, |_| {})).unwrap();
@@ -174,12 +167,7 @@ fn a_plans_card_shows_its_verdict_categories_and_phases() {
     use vramlab::engine::plan::plan;
     use vramlab::engine::presets::preset;
 
-    let gpu = pollster::block_on(async {
-        let modelled = vramlab::engine::device::this_modelled_adapter().await?;
-        vramlab::engine::device::fresh_planner(modelled).await
-    })
-    .unwrap()
-    .gpu;
+    let gpu = own_planning_device();
     let mut config = preset("sort-llama").unwrap();
     config.name = "sort-llama <&>".into();
     config.budget = Some(Budget::Bytes(1 << 30));
@@ -212,4 +200,16 @@ fn a_plans_card_shows_its_verdict_categories_and_phases() {
             phase.name()
         );
     }
+}
+
+/// A planning device of its own, modelling this machine's adapter, as the page plans each
+/// question: the process's shared one keeps the pools' history of every plan the suite made
+/// before the test.
+fn own_planning_device() -> vramlab::engine::Gpu {
+    pollster::block_on(async {
+        let modelled = vramlab::engine::device::this_modelled_adapter().await?;
+        vramlab::engine::device::fresh_planner(modelled).await
+    })
+    .unwrap()
+    .gpu
 }

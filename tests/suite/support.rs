@@ -13,11 +13,13 @@ static GPU_LOCK: Mutex<()> = Mutex::new(());
 
 /// Exclusive use of the process's GPU while it is held, beside no other thread's plan.
 pub struct GpuLock {
-    _exclusive: MutexGuard<'static, ()>,
     /// A run's turn (`engine::device::take_turn`) for the whole test: a plan's dry run in
     /// another test would drop this test's launches, including those of tests that launch
     /// kernels directly, outside a `Run`. Plans this test makes itself do not wait for it.
+    /// Declared first, so it ends before the lock is let go: a plan waiting in another thread
+    /// gets its turn before the next GPU test takes one.
     _turn: Turn,
+    _exclusive: MutexGuard<'static, ()>,
 }
 
 /// Exclusive use of the process's GPU for the caller's lifetime of the guard.
@@ -27,8 +29,8 @@ pub fn gpu() -> (GpuLock, Gpu) {
     let gpu = pollster::block_on(engine::acquire()).expect("a wgpu adapter (lavapipe in CI)");
     (
         GpuLock {
-            _exclusive: exclusive,
             _turn: turn,
+            _exclusive: exclusive,
         },
         gpu,
     )

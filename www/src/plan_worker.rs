@@ -130,14 +130,16 @@ pub async fn plan_off_page(
         ask,
     })
     .map_err(|err| format!("the plan's request: {err}"))?;
-    let (worker, mut messages) = start_worker(&request)?;
     // Terminated however this ends (answer, failure, cancel or the caller dropping the future).
-    let _worker = Terminated(worker);
+    let (_worker, mut messages) = start_worker(&request)?;
     loop {
+        // Checked at every message too: progress can arrive more often than the tick.
+        if cancelled() {
+            return Ok(None);
+        }
         let tick = Box::pin(crate::session::wait_ms(100));
         let next = match select(messages.next(), tick).await {
             Either::Left((next, _)) => next,
-            Either::Right(_) if cancelled() => return Ok(None),
             Either::Right(_) => continue,
         };
         let Some(text) = next else {
@@ -161,18 +163,22 @@ pub async fn plan_off_page(
     }
 }
 
-/// A worker terminated when this is dropped.
-struct Terminated(Worker);
+/// A worker terminated, and its script's URL revoked, when this is dropped.
+struct Terminated {
+    worker: Worker,
+    script_url: String,
+}
 
 impl Drop for Terminated {
     fn drop(&mut self) {
-        self.0.terminate();
+        self.worker.terminate();
+        let _ = web_sys::Url::revoke_object_url(&self.script_url);
     }
 }
 
 /// Start a worker on `request`; its messages (and a failure to load, as a `Failed` message)
 /// arrive on the stream.
-fn start_worker(request: &str) -> Result<(Worker, mpsc::UnboundedReceiver<String>), String> {
+fn start_worker(request: &str) -> Result<(Terminated, mpsc::UnboundedReceiver<String>), String> {
     let blob = {
         let parts = js_sys::Array::of1(&JsValue::from_str(WORKER_SCRIPT));
         let options = web_sys::BlobPropertyBag::new();
@@ -184,9 +190,16 @@ fn start_worker(request: &str) -> Result<(Worker, mpsc::UnboundedReceiver<String
         .map_err(|err| format!("the planning worker's script: {err:?}"))?;
     let options = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&options, &"type".into(), &"module".into());
-    let started = Worker::new(&url, &options);
-    let _ = web_sys::Url::revoke_object_url(&url);
-    let worker = started.map_err(|err| format!("could not start a planning worker: {err:?}"))?;
+    let worker = match Worker::new(&url, &options) {
+        Ok(worker) => Terminated {
+            worker,
+            script_url: url,
+        },
+        Err(err) => {
+            let _ = web_sys::Url::revoke_object_url(&url);
+            return Err(format!("could not start a planning worker: {err:?}"));
+        }
+    };
 
     let (sender, receiver) = mpsc::unbounded();
     let on_message = {
@@ -195,14 +208,20 @@ fn start_worker(request: &str) -> Result<(Worker, mpsc::UnboundedReceiver<String
             let _ = sender.unbounded_send(event.data().as_string().unwrap_or_default());
         })
     };
-    let on_error =
-        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |event: web_sys::ErrorEvent| {
-            let failed =
-                FromWorker::Failed(format!("the planning worker failed: {}", event.message()));
-            let _ = sender.unbounded_send(serde_json::to_string(&failed).unwrap_or_default());
-        });
-    worker.set_onmessage(on_message.as_ref().unchecked_ref());
-    worker.set_onerror(on_error.as_ref().unchecked_ref());
+    // An error in the worker's code is an ErrorEvent with a message; a script that could not
+    // load at all is a plain Event without one.
+    let on_error = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+        let message = js_sys::Reflect::get(&event, &"message".into())
+            .ok()
+            .and_then(|message| message.as_string())
+            .unwrap_or_else(|| "its script did not load".into());
+        let failed = FromWorker::Failed(format!("the planning worker failed: {message}"));
+        let _ = sender.unbounded_send(serde_json::to_string(&failed).unwrap_or_default());
+    });
+    worker
+        .worker
+        .set_onmessage(on_message.as_ref().unchecked_ref());
+    worker.worker.set_onerror(on_error.as_ref().unchecked_ref());
     // The worker calls them until it is terminated; they are small and few (one a plan).
     on_message.forget();
     on_error.forget();
@@ -211,7 +230,7 @@ fn start_worker(request: &str) -> Result<(Worker, mpsc::UnboundedReceiver<String
     let _ = js_sys::Reflect::set(&message, &"glue".into(), &GLUE_URL.with(|url| url.into()));
     let _ = js_sys::Reflect::set(&message, &"module".into(), &wasm_bindgen::module());
     let _ = js_sys::Reflect::set(&message, &"request".into(), &request.into());
-    worker.post_message(&message);
+    worker.worker.post_message(&message);
     Ok((worker, receiver))
 }
 

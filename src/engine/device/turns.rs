@@ -11,6 +11,10 @@
 //! GPU, and some of those plan), as long as each plan ends before that thread launches real
 //! work again; every plan the engine makes runs to its end where it starts. In wasm there is
 //! one thread, so nothing waits: the page plans in a worker, a wasm instance of its own.
+//!
+//! The one way to deadlock: two threads each holding a turn of one kind and each waiting for a
+//! turn of the other. Nothing in vramlab does it (the CLI runs one thing at a time, and the test
+//! suite's GPU tests, the only ones that hold a run's turn while they plan, hold one lock).
 
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::thread::ThreadId;

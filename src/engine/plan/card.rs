@@ -155,9 +155,16 @@ impl Plan {
     }
 }
 
-/// `text` with XML's five special characters escaped.
+/// `text` with XML's five special characters escaped and the characters XML 1.0 cannot hold
+/// (most control characters) left out: a config's name is the user's text.
 fn escaped(text: &str) -> String {
-    text.replace('&', "&amp;")
+    let allowed = |c: &char| {
+        matches!(c, '\t' | '\n' | '\r') || !(c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}'))
+    };
+    text.chars()
+        .filter(allowed)
+        .collect::<String>()
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -174,5 +181,6 @@ mod tests {
             escaped(r#"a<b & "c" 'd'>"#),
             "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;"
         );
+        assert_eq!(escaped("a\u{0}b\u{1b}c\u{FFFE}"), "abc");
     }
 }
