@@ -15,7 +15,8 @@ use crate::engine::config::{Budget, RunConfig, limits};
 use crate::engine::data::split_sizes;
 use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
-use crate::engine::memory::largest::oversized;
+use crate::engine::format::ByteFormat;
+use crate::engine::memory::largest::{bindable, oversized};
 use crate::engine::memory::predict;
 use crate::engine::outcome::OutOfMemory;
 use crate::engine::train::{RunOutcome, Runner};
@@ -131,6 +132,31 @@ pub fn plannable_batch(config: &RunConfig, adapter: &AdapterInfo) -> Option<usiz
         if fits(mid) { good = mid } else { bad = mid }
     }
     Some(good)
+}
+
+/// Where a search of plans of `config` on `adapter` stops ([`plannable_batch`]), with the
+/// reason it reports; the tensor that does not bind when not even batch 1 can be planned.
+pub fn plan_bound(
+    config: &RunConfig,
+    adapter: &AdapterInfo,
+) -> Result<(usize, String), ConfigError> {
+    let Some(most) = plannable_batch(config, adapter) else {
+        let mut one = config.clone();
+        (one.batch_size, one.eval_batch_size) = (1, 1);
+        bindable(&one, adapter)?;
+        return Err(ConfigError::invalid(
+            "batch_size",
+            "not even batch 1 can be planned on this adapter",
+        ));
+    };
+    Ok((
+        most,
+        format!(
+            "above batch {most} a tensor outgrows the largest binding a device states ({}): \
+             plans stop there; the budget may hold more",
+            ByteFormat::MIB_OR_GIB.of(adapter.max_binding_size)
+        ),
+    ))
 }
 
 impl Question<'_> {

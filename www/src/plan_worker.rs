@@ -19,7 +19,6 @@ use wasm_bindgen::prelude::*;
 use vramlab::engine::device::{ModelledAdapter, Planner, fresh_planner};
 use vramlab::engine::error::EngineError;
 use vramlab::engine::finder::{self, Method, Question, Search, Trial};
-use vramlab::engine::format::ByteFormat;
 use vramlab::engine::memory::largest;
 use vramlab::engine::plan::{self, PLAN_STEPS, Plan};
 use vramlab::engine::train::{RunOutcome, Runner};
@@ -306,28 +305,13 @@ async fn largest_batch(
     let budget = config
         .budget
         .ok_or("the search needs a budget: pick a card or type a size")?;
-    let Some(most) = finder::plannable_batch(config, &adapter) else {
-        let mut one = config.clone();
-        (one.batch_size, one.eval_batch_size) = (1, 1);
-        return Err(match largest::bindable(&one, &adapter) {
-            Err(err) => err.to_string(),
-            Ok(()) => "not even batch 1 can be planned on this adapter".into(),
-        });
-    };
     let question = Question {
         config,
         budget_bytes: budget.bytes(adapter.max_buffer_size),
         multiple_of: 1,
         max_trials: None,
         purpose: Purpose::Plan,
-        largest_batch: Some((
-            most,
-            format!(
-                "above batch {most} a tensor outgrows the largest binding a device states ({}): \
-                 plans stop there; the budget may hold more",
-                ByteFormat::MIB_OR_GIB.of(adapter.max_binding_size)
-            ),
-        )),
+        largest_batch: Some(finder::plan_bound(config, &adapter).map_err(|err| err.to_string())?),
     };
     let mut runner = FreshPlans { modelled };
     let mut on_trial = |trial: &Trial| {

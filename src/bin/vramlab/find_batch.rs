@@ -6,7 +6,6 @@ use vramlab::engine::finder::{self, Method, Question, Search, Trial};
 use vramlab::engine::{ConfigError, Gpu, Purpose, RunConfig};
 
 use vramlab::engine::format::{ByteFormat, mib};
-use vramlab::engine::memory::largest;
 
 use crate::args::{FindArgs, MethodArg};
 use crate::report;
@@ -80,22 +79,8 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         largest_batch: None,
     };
     let question = if args.plan {
-        let Some(most) = finder::plannable_batch(config, &gpu.adapter) else {
-            let mut one = config.clone();
-            (one.batch_size, one.eval_batch_size) = (1, 1);
-            return Err(largest::bindable(&one, &gpu.adapter)
-                .expect_err("batch 1 has a tensor over the binding limit")
-                .into());
-        };
         Question {
-            largest_batch: Some((
-                most,
-                format!(
-                    "above batch {most} a tensor outgrows the largest binding a device states \
-                     ({}): plans stop there; the budget may hold more",
-                    ByteFormat::MIB_OR_GIB.of(gpu.adapter.max_binding_size)
-                ),
-            )),
+            largest_batch: Some(finder::plan_bound(config, &gpu.adapter)?),
             ..question
         }
     } else {
