@@ -3,6 +3,9 @@
 //! within a budget. Every trial is a real run under the engine's budget; one that runs out of
 //! memory is dropped, its memory released, and the search goes on.
 //!
+//! The same search answers the longest sequence (`data.seq_len`) at the configured batch, the
+//! other question people bring about a fine-tune: [`Axis::SeqLen`].
+//!
 //! vramlab's search starts from the analytic model, calibrated by one measured run at a small
 //! batch (bytes per sample from the measurement, as DeepSpeed's autotuner does), then gallops
 //! from that guess and bisects. The other methods are the ones in use elsewhere, on the same
@@ -71,10 +74,38 @@ impl Method {
     }
 }
 
-/// One trial: a batch, whether it fit, and what it measured.
+/// What a search varies: the batch, or the tokens per sample (`data.seq_len`) at the
+/// configured batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Axis {
+    #[default]
+    Batch,
+    SeqLen,
+}
+
+impl Axis {
+    /// The config field the search varies, as errors and notes name it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Self::Batch => "batch_size",
+            Self::SeqLen => "data.seq_len",
+        }
+    }
+
+    fn is_batch(&self) -> bool {
+        *self == Self::Batch
+    }
+}
+
+/// One trial: a batch (and on a sequence search its `data.seq_len`), whether it fit, and what it
+/// measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
     pub batch: usize,
+    /// The sequence length tried, on a search over [`Axis::SeqLen`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_len: Option<usize>,
     pub fits: bool,
     /// The trial's high-water mark of bytes in use (up to the out-of-memory point when it did
     /// not fit).
@@ -84,12 +115,26 @@ pub struct Trial {
     pub out_of_memory: Option<Box<OutOfMemory>>,
 }
 
+impl Trial {
+    /// The value the search varied: the batch, or the sequence length.
+    pub fn value(&self) -> usize {
+        self.seq_len.unwrap_or(self.batch)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Search {
     pub method: Method,
-    /// The largest batch found to fit; `None` when none did.
+    /// What the search varied (absent from the JSON of a batch search, as before there was a
+    /// choice).
+    #[serde(default, skip_serializing_if = "Axis::is_batch")]
+    pub axis: Axis,
+    /// The largest batch found to fit; `None` when none did, or on a sequence search.
     pub max_batch: Option<usize>,
-    /// The analytic model's guess, calibrated (vramlab only).
+    /// The longest sequence found to fit at the configured batch, on a sequence search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seq_len: Option<usize>,
+    /// The analytic model's guess, calibrated (vramlab only), on the search's axis.
     pub predicted_batch: Option<usize>,
     pub trials: usize,
     pub ooms: usize,
@@ -102,31 +147,47 @@ pub struct Search {
 /// What the search is about: the config (its strategies are kept), the budget, the step.
 pub struct Question<'a> {
     pub config: &'a RunConfig,
+    /// The batch, or the sequence length at the configured batch.
+    pub axis: Axis,
     pub budget_bytes: u64,
+    /// The value searched is a multiple of this.
     pub multiple_of: usize,
     /// Stop a search after this many trials; what it found so far is then a lower bound.
     pub max_trials: Option<usize>,
     /// Trials as runs, or as plans: then the training split does not bound the batch (a plan
     /// needs no data), the batch limit does.
     pub purpose: Purpose,
-    /// A bound of the caller's, with its reason: plans stop where a tensor outgrows what the
-    /// adapter can bind (see [`plannable_batch`]).
-    pub largest_batch: Option<(usize, String)>,
+    /// A bound of the caller's on the axis, with its reason: plans stop where a tensor
+    /// outgrows what the adapter can bind (see [`plannable`]).
+    pub bound: Option<(usize, String)>,
 }
 
-/// The largest batch whose tensors `adapter` can bind, for a plan of `config`; `None` when not
-/// even batch 1 can be planned.
-pub fn plannable_batch(config: &RunConfig, adapter: &AdapterInfo) -> Option<usize> {
-    let fits = |batch: usize| {
-        let mut config = config.clone();
-        config.batch_size = batch;
-        config.eval_batch_size = config.eval_batch_size.min(batch);
-        oversized(&config, adapter).is_empty()
+/// `config` with the axis's field set to `value` (a sequence search's eval batch is the
+/// config's; a batch search's at most the batch).
+fn with_value(config: &RunConfig, axis: Axis, value: usize) -> RunConfig {
+    let mut config = config.clone();
+    match axis {
+        Axis::Batch => {
+            config.batch_size = value;
+            config.eval_batch_size = config.eval_batch_size.min(value);
+        }
+        Axis::SeqLen => config.data.seq_len = value,
+    }
+    config
+}
+
+/// The largest value on `axis` whose tensors `adapter` can bind, for a plan of `config`; `None`
+/// when not even the smallest can be planned.
+pub fn plannable(config: &RunConfig, adapter: &AdapterInfo, axis: Axis) -> Option<usize> {
+    let fits = |value: usize| oversized(&with_value(config, axis, value), adapter).is_empty();
+    let (least, most) = match axis {
+        Axis::Batch => limits::BATCH_SIZE,
+        Axis::SeqLen => config.data.seq_len_limits(),
     };
-    if !fits(1) {
+    if !fits(least) {
         return None;
     }
-    let (mut good, mut bad) = (1, limits::BATCH_SIZE.1 + 1);
+    let (mut good, mut bad) = (least, most + 1);
     while bad - good > 1 {
         let mid = (good + bad) / 2;
         if fits(mid) { good = mid } else { bad = mid }
@@ -134,25 +195,38 @@ pub fn plannable_batch(config: &RunConfig, adapter: &AdapterInfo) -> Option<usiz
     Some(good)
 }
 
-/// Where a search of plans of `config` on `adapter` stops ([`plannable_batch`]), with the
-/// reason it reports; the tensor that does not bind when not even batch 1 can be planned.
+/// Where a search of plans of `config` on `adapter` along `axis` stops ([`plannable`]), with
+/// the reason it reports; the tensor that does not bind when not even the smallest value can
+/// be planned.
 pub fn plan_bound(
     config: &RunConfig,
     adapter: &AdapterInfo,
+    axis: Axis,
 ) -> Result<(usize, String), ConfigError> {
-    let Some(most) = plannable_batch(config, adapter) else {
-        let mut one = config.clone();
-        (one.batch_size, one.eval_batch_size) = (1, 1);
+    let Some(most) = plannable(config, adapter, axis) else {
+        let least = match axis {
+            Axis::Batch => limits::BATCH_SIZE.0,
+            Axis::SeqLen => config.data.seq_len_limits().0,
+        };
+        let mut one = with_value(config, axis, least);
+        (one.batch_size, one.eval_batch_size) = match axis {
+            Axis::Batch => (1, 1),
+            Axis::SeqLen => (one.batch_size, one.eval_batch_size),
+        };
         bindable(&one, adapter)?;
         return Err(ConfigError::invalid(
-            "batch_size",
-            "not even batch 1 can be planned on this adapter",
+            axis.field(),
+            format!("not even {least} can be planned on this adapter"),
         ));
+    };
+    let what = match axis {
+        Axis::Batch => format!("batch {most}"),
+        Axis::SeqLen => format!("{most} tokens per sample"),
     };
     Ok((
         most,
         format!(
-            "above batch {most} a tensor outgrows the largest binding a device states ({}): \
+            "above {what} a tensor outgrows the largest binding a device states ({}): \
              plans stop there; the budget may hold more",
             ByteFormat::MIB_OR_GIB.of(adapter.max_binding_size)
         ),
@@ -160,25 +234,91 @@ pub fn plan_bound(
 }
 
 impl Question<'_> {
-    /// The smallest and largest batch a trial may use: a multiple of N, at least the gradient
-    /// accumulation's micro-batch count, at most the training split.
+    /// The largest value the config allows on the axis, before the caller's bound, and what
+    /// a search that reaches it reports.
+    fn allowed(&self) -> (usize, String) {
+        let config = self.config;
+        match (self.axis, self.purpose) {
+            (Axis::Batch, Purpose::Run) => {
+                let train = split_sizes(&config.data).0;
+                (
+                    train,
+                    format!(
+                        "the training split has {train} samples: no larger batch was tried, the \
+                         budget may hold more"
+                    ),
+                )
+            }
+            (Axis::Batch, Purpose::Plan) => {
+                let most = limits::BATCH_SIZE.1;
+                (
+                    most,
+                    format!(
+                        "{most} is the largest batch a config allows: the budget may hold more"
+                    ),
+                )
+            }
+            (Axis::SeqLen, purpose) => {
+                let data = &config.data;
+                // A query task's sample is twice its seq_len (the queries follow the input).
+                let per_seq = data.sample_tokens() / data.seq_len.max(1);
+                let mut most = (
+                    data.seq_len_limits().1,
+                    format!(
+                        "{} tokens is the longest data.seq_len a config allows: the budget may \
+                         hold more",
+                        data.seq_len_limits().1
+                    ),
+                );
+                let positions = config.model.positions / per_seq.max(1);
+                if config.model.positions != 0 && positions < most.0 {
+                    most = (
+                        positions,
+                        format!(
+                            "model.positions = {} bounds the sequence: the budget may hold more",
+                            config.model.positions
+                        ),
+                    );
+                }
+                let host = limits::HOST_TOKENS / (data.samples * per_seq).max(1);
+                if purpose == Purpose::Run && host < most.0 {
+                    most = (
+                        host,
+                        format!(
+                            "{} samples of {host} tokens are as many as a run generates in host \
+                             memory: fewer samples, or --plan, for longer",
+                            data.samples
+                        ),
+                    );
+                }
+                most
+            }
+        }
+    }
+
+    /// The smallest and largest value a trial may use: a multiple of N; a batch at least the
+    /// gradient accumulation's micro-batch count; at most what [`Self::allowed`] says and the
+    /// caller's bound.
     fn bounds(&self) -> (usize, usize) {
         let n = self.multiple_of;
-        let lo = self.config.strategies.grad_accumulation.max(1).div_ceil(n) * n;
-        let most = match self.purpose {
-            Purpose::Run => split_sizes(&self.config.data).0,
-            Purpose::Plan => limits::BATCH_SIZE.1,
+        let least = match self.axis {
+            Axis::Batch => self.config.strategies.grad_accumulation.max(1),
+            Axis::SeqLen => self.config.data.seq_len_limits().0,
         };
+        let lo = least.div_ceil(n) * n;
         let most = self
-            .largest_batch
+            .bound
             .as_ref()
-            .map_or(most, |(batch, _)| most.min(*batch));
+            .map_or(self.allowed().0, |(value, _)| self.allowed().0.min(*value));
         (lo, most / n * n)
     }
 
-    fn config_for(&self, batch: usize, steps: usize, evaluate: bool) -> RunConfig {
+    fn config_for(&self, value: usize, steps: usize, evaluate: bool) -> RunConfig {
         let mut config = self.config.clone();
-        config.batch_size = batch;
+        match self.axis {
+            Axis::Batch => config.batch_size = value,
+            Axis::SeqLen => config.data.seq_len = value,
+        }
         config.steps = steps;
         config.budget = Some(Budget::Bytes(self.budget_bytes));
         if !evaluate {
@@ -195,16 +335,37 @@ pub fn check(question: &Question) -> Result<(), ConfigError> {
     if question.multiple_of == 0 {
         return Err(ConfigError::out_of_range("--multiple-of", 0, "1..=65536"));
     }
+    if question.axis == Axis::SeqLen
+        && question.config.data.input_kind() != crate::engine::config::InputKind::Tokens
+    {
+        return Err(ConfigError::invalid(
+            "data.kind",
+            format!(
+                "{:?} samples have no sequence length: the longest sequence is searched for \
+                 token tasks (a stream or a query task)",
+                question.config.data.kind
+            ),
+        ));
+    }
     let (lo, hi) = question.bounds();
     if lo > hi {
+        let what = match question.axis {
+            Axis::Batch => format!(
+                "batch between the gradient accumulation's {} and",
+                question.config.strategies.grad_accumulation
+            ),
+            Axis::SeqLen => format!(
+                "data.seq_len between {} and",
+                question.config.data.seq_len_limits().0
+            ),
+        };
         return Err(ConfigError::invalid(
             "--multiple-of",
             format!(
-                "{} leaves no batch between the gradient accumulation's {} and the training \
-                 split's {}",
+                "{} leaves no {what} {} ({})",
                 question.multiple_of,
-                question.config.strategies.grad_accumulation,
-                split_sizes(&question.config.data).0
+                question.allowed().0,
+                question.allowed().1
             ),
         ));
     }
@@ -214,8 +375,12 @@ pub fn check(question: &Question) -> Result<(), ConfigError> {
             "--budget",
             format!(
                 "{} bytes is not more than the model's parameters alone ({params} bytes); \
-                 no batch can fit",
-                question.budget_bytes
+                 no {} can fit",
+                question.budget_bytes,
+                match question.axis {
+                    Axis::Batch => "batch",
+                    Axis::SeqLen => "sequence",
+                }
             ),
         ));
     }
@@ -234,7 +399,7 @@ struct Trials<'a, 'q, R> {
 impl<R: Runner> Trials<'_, '_, R> {
     async fn run(
         &mut self,
-        batch: usize,
+        value: usize,
         steps: usize,
         evaluate: bool,
     ) -> Result<bool, EngineError> {
@@ -248,10 +413,15 @@ impl<R: Runner> Trials<'_, '_, R> {
             self.exhausted = true;
             return Ok(false);
         }
-        let config = self.question.config_for(batch, steps, evaluate);
+        let config = self.question.config_for(value, steps, evaluate);
+        let (batch, seq_len) = match self.question.axis {
+            Axis::Batch => (value, None),
+            Axis::SeqLen => (config.batch_size, Some(value)),
+        };
         let trial = match self.runner.train(config).await? {
             RunOutcome::Fit(timeline) => Trial {
                 batch,
+                seq_len,
                 fits: true,
                 peak_in_use_bytes: timeline.summary.high_water_in_use_bytes,
                 peak_reserved_bytes: timeline.summary.high_water_reserved_bytes,
@@ -259,6 +429,7 @@ impl<R: Runner> Trials<'_, '_, R> {
             },
             RunOutcome::OutOfMemory(oom) => Trial {
                 batch,
+                seq_len,
                 fits: false,
                 peak_in_use_bytes: oom.in_use_bytes + oom.asked_bytes,
                 peak_reserved_bytes: oom.reserved_bytes,
@@ -271,8 +442,8 @@ impl<R: Runner> Trials<'_, '_, R> {
         Ok(fits)
     }
 
-    fn measured(&self, batch: usize) -> Option<&Trial> {
-        self.log.iter().find(|t| t.batch == batch)
+    fn measured(&self, value: usize) -> Option<&Trial> {
+        self.log.iter().find(|t| t.value() == value)
     }
 }
 
@@ -284,6 +455,16 @@ pub async fn find<R: Runner>(
     on_trial: &mut dyn FnMut(&Trial),
 ) -> Result<Search, EngineError> {
     check(question)?;
+    if question.axis == Axis::SeqLen && method != Method::Vramlab {
+        return Err(ConfigError::invalid(
+            "--method",
+            format!(
+                "{} searches batches; the longest sequence is searched by vramlab's method",
+                method.name()
+            ),
+        )
+        .into());
+    }
     let started = Instant::now();
     let mut trials = Trials {
         question,
@@ -296,7 +477,7 @@ pub async fn find<R: Runner>(
     let n = question.multiple_of;
     let mut notes = Vec::new();
     let mut predicted_batch = None;
-    let max_batch = match method {
+    let found = match method {
         Method::Vramlab => {
             let (found, guess) = vramlab_search(&mut trials, lo, hi, n).await?;
             predicted_batch = guess;
@@ -364,20 +545,10 @@ pub async fn find<R: Runner>(
             fit
         }
     };
-    if let (Some(found), Some((_, reason))) = (max_batch, &question.largest_batch)
-        && found == hi
-    {
-        notes.push(reason.clone());
-    } else if max_batch == Some(hi) {
-        notes.push(match question.purpose {
-            Purpose::Run => format!(
-                "the training split has {} samples: no larger batch was tried, the budget may \
-                 hold more",
-                split_sizes(&question.config.data).0
-            ),
-            Purpose::Plan => {
-                format!("{hi} is the largest batch a config allows: the budget may hold more")
-            }
+    if found == Some(hi) {
+        notes.push(match &question.bound {
+            Some((bound, reason)) if *bound / n * n == hi => reason.clone(),
+            _ => question.allowed().1,
         });
     }
     if trials.exhausted {
@@ -387,9 +558,15 @@ pub async fn find<R: Runner>(
         ));
     }
     let ooms = trials.log.iter().filter(|t| !t.fits).count();
+    let (max_batch, max_seq_len) = match question.axis {
+        Axis::Batch => (found, None),
+        Axis::SeqLen => (None, found),
+    };
     Ok(Search {
         method,
+        axis: question.axis,
         max_batch,
+        max_seq_len,
         predicted_batch,
         trials: trials.log.len(),
         ooms,
@@ -407,9 +584,12 @@ async fn vramlab_search<R: Runner>(
     n: usize,
 ) -> Result<(Option<usize>, Option<usize>), EngineError> {
     let question = trials.question;
-    let predicted_peak = |batch: usize| {
+    let predicted_peak = |value: usize| {
         let mut config = question.config.clone();
-        config.batch_size = batch;
+        match question.axis {
+            Axis::Batch => config.batch_size = value,
+            Axis::SeqLen => config.data.seq_len = value,
+        }
         predict(&config).peak as f64
     };
     // The largest multiple of N whose predicted peak, times `factor`, is within the budget
@@ -525,11 +705,19 @@ async fn bisect<R: Runner>(
 }
 
 impl Search {
-    /// When no batch fit: the smallest batch tried, and where it ran out.
+    /// What the search found on its axis: the largest batch or the longest sequence.
+    pub fn found(&self) -> Option<usize> {
+        match self.axis {
+            Axis::Batch => self.max_batch,
+            Axis::SeqLen => self.max_seq_len,
+        }
+    }
+
+    /// When nothing fit: the smallest value tried, and where it ran out.
     pub fn smallest_failure(&self) -> Option<(usize, &OutOfMemory)> {
         self.trials_log
             .iter()
-            .filter_map(|t| t.out_of_memory.as_deref().map(|oom| (t.batch, oom)))
-            .min_by_key(|(batch, _)| *batch)
+            .filter_map(|t| t.out_of_memory.as_deref().map(|oom| (t.value(), oom)))
+            .min_by_key(|(value, _)| *value)
     }
 }

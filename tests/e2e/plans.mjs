@@ -4,7 +4,9 @@
 // give every phase's and category's figure to the byte. Two of the five models come in as
 // config.json files dropped on the panel. Also: the page's wasm memory after the five plans (and
 // each worker's), the longest gap between animation frames while each plan runs (the 7B plan's
-// within 100 ms), and a broken config.json refused by field.
+// within 100 ms), a dropped config's plan reproduced by its link in a fresh tab, the largest
+// batch and the longest sequence searched as `vramlab find-batch --plan` searches them, and a
+// broken config.json refused by field.
 // Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -41,7 +43,7 @@ const plans = [
   { name: 'gpt2-small', hash: 'preset=gpt2-small', gpu: 'RTX 4090 (24 GiB)' },
   { name: 'tinyllama-lora', hash: 'preset=tinyllama-1.1b&strategies.trainable=lora&strategies.attention=fused', gpu: 'RTX 4060 (8 GiB)' },
   { name: 'llama2-7b-lora-r16-f16-layers', hash: `preset=llama2-7b&${lora7b.join('&')}`, gpu: 'RTX 4080 (16 GiB)', frames: true },
-  { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 4090 (24 GiB)' },
+  { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 5090 (32 GiB)', shared: true },
   { name: 'mixtral-dropped', hash: `preset=llama2-7b&${lora7b.join('&')}&data.seq_len=512`, drop: 'mixtral-8x7b-v0.1.json', gpu: 'H200 (141 GB)' },
 ];
 
@@ -52,6 +54,11 @@ try {
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 
+  /** The figures a plan's JSON states that do not depend on when it was made. */
+  const figures = (plan) => JSON.stringify([plan.config, plan.params, plan.high_water_in_use_bytes,
+    plan.high_water_reserved_bytes, plan.high_water_in_use_by_phase, plan.high_water_by_category,
+    plan.reserved_by_phase]);
+  let shared = null;
   await page.goto(`${server.base}#preset=spiral-mlp`);
   await page.waitForSelector('[data-testid="plan-start"]', { timeout: 120_000 });
   // All five in one tab: each link is loaded as one pasted into the address bar (hashchange).
@@ -111,6 +118,7 @@ try {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export"]')]);
     const file = path.join(out, `plan-${i + 1}-${plan.name}.json`);
     await download.saveAs(file);
+    if (plan.shared) shared = { plan, url: page.url(), file };
     await page.locator('#will-it-fit').screenshot({ path: path.join(out, `plan-${i + 1}-${plan.name}.png`) });
     if (plan.frames) {
       // Export image: the answer as an SVG card, drawn here to a PNG to look at.
@@ -131,6 +139,28 @@ try {
     } catch (e) {
       check(false, `${plan.name}: the native plan differs:\n${e.stdout}${e.stderr}`);
     }
+  }
+  // A shared link reproduces a dropped config.json's plan: its fields and the card travel in
+  // the URL (the file itself does not), and a fresh tab plans the same figures to the byte.
+  if (shared !== null) {
+    const other = await context.newPage();
+    await other.goto(shared.url);
+    await other.waitForSelector('[data-testid="plan-start"]', { timeout: 120_000 });
+    const card = await other.$eval('[data-testid="plan-gpu"]', (s) => s.selectedOptions[0].textContent);
+    check(card === shared.plan.gpu && shared.url.includes('gpu='), `${shared.plan.name}: the link names the card (${card})`);
+    await other.click('[data-testid="plan-start"]');
+    await other.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
+    const error = await textOf(other, '#plan-error');
+    if (error === null) {
+      const [download] = await Promise.all([other.waitForEvent('download'), other.click('[data-testid="plan-export"]')]);
+      const file = path.join(out, `plan-${shared.plan.name}-from-its-link.json`);
+      await download.saveAs(file);
+      const [was, now] = [shared.file, file].map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
+      check(figures(was) === figures(now), `${shared.plan.name}: its link, opened in a fresh tab, plans the same config and figures (high-water ${now.high_water_in_use_bytes} B)`);
+    } else {
+      check(false, `${shared.plan.name}: its link planned: ${error}`);
+    }
+    await other.close();
   }
   // The five plans ran in this one tab.
   const wasm = Number(await page.$eval('#plan-answer', (a) => a.dataset.wasmBytes));
@@ -153,7 +183,7 @@ try {
     const error = await textOf(page, '#plan-error');
     check(error === null, `sort-llama: the largest batch under 48 MiB searched in the tab in ${((Date.now() - started) / 1000).toFixed(1)} s${error ? `: ${error}` : ''}`);
     if (error === null) {
-      const found = Number(await page.$eval('#plan-search', (a) => a.dataset.maxBatch));
+      const found = Number(await page.$eval('#plan-search', (a) => a.dataset.found));
       const rows = await page.$$eval('#plan-search tbody tr', (trs) => trs.map((tr) => [Number(tr.cells[0].textContent), tr.className === 'fits']));
       const above = rows.filter(([batch]) => batch > found).map(([batch, fits]) => [batch, fits]);
       console.log(`     ${await page.textContent('#plan-search .verdict')} trials: ${rows.map(([b, f]) => `${b}${f ? '' : '(no)'}`).join(' ')}`);
@@ -165,11 +195,27 @@ try {
       const nativeTrials = native.trials_log.map((t) => [t.batch, t.fits]);
       check(native.max_batch === found && JSON.stringify(nativeTrials) === JSON.stringify(rows),
         `sort-llama: vramlab find-batch --plan finds ${native.max_batch} through the same ${native.trials} trials`);
-      await page.click('#plan-use-batch');
+      await page.click('#plan-use-found');
       await page.click('[data-testid="plan-start"]');
       await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
       const fits = await page.$eval('#plan-answer', (a) => a.dataset.fits).catch(() => null);
       check(fits === 'yes', `sort-llama: "Use this batch" then Plan: batch ${found} fits 48 MiB (${fits})`);
+
+      // The longest sequence at that batch: the same search over data.seq_len.
+      await page.click('[data-testid="plan-longest-sequence"]');
+      await page.waitForSelector('#plan-search, #plan-error', { timeout: 300_000 });
+      const longestError = await textOf(page, '#plan-error');
+      check(longestError === null, `sort-llama: the longest sequence at batch ${found} searched in the tab${longestError ? `: ${longestError}` : ''}`);
+      if (longestError === null) {
+        const longest = Number(await page.$eval('#plan-search', (a) => a.dataset.found));
+        const tried = await page.$$eval('#plan-search tbody tr', (trs) => trs.map((tr) => [Number(tr.cells[0].textContent), tr.className === 'fits']));
+        console.log(`     ${await page.textContent('#plan-search .verdict')} trials: ${tried.map(([l, f]) => `${l}${f ? '' : '(no)'}`).join(' ')}`);
+        await page.locator('#will-it-fit').screenshot({ path: path.join(out, 'plan-longest-sequence.png') });
+        const native = JSON.parse(execFileSync(vramlab, ['find-batch', '--plan', '--longest-sequence', '--preset', 'sort-llama', '--set', `batch_size=${found}`, '--budget', '48MiB', '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+        const nativeTried = native.trials_log.map((t) => [t.seq_len, t.fits]);
+        check(native.max_seq_len === longest && JSON.stringify(nativeTried) === JSON.stringify(tried),
+          `sort-llama at batch ${found}: the longest sequence ${longest} tokens, as vramlab find-batch --plan --longest-sequence finds it through the same ${native.trials} trials`);
+      }
     }
   }
 

@@ -164,11 +164,12 @@ fn trials_in_one_process_survive_their_out_of_memory_and_leave_the_device_at_bas
     let config = config("spiral-mlp", &[]);
     let question = Question {
         config: &config,
+        axis: finder::Axis::Batch,
         budget_bytes: 16 << 20,
         multiple_of: 8,
         max_trials: None,
         purpose: Purpose::Run,
-        largest_batch: None,
+        bound: None,
     };
     let mut seen = Vec::new();
     let found = pollster::block_on(finder::find(
@@ -219,4 +220,92 @@ fn planned_trials_find_what_real_trials_find() {
         plans["max_batch"], plans["seconds"], runs["max_batch"], runs["seconds"]
     );
     assert_eq!(plans["max_batch"], runs["max_batch"]);
+}
+
+#[test]
+fn the_longest_sequence_planned_fits_and_the_next_does_not() {
+    // The search over data.seq_len at the preset's batch, each trial a plan; its answer planned
+    // as the trials plan it (two steps, the evaluation at the end) fits, one token more does not.
+    let found: Value = vramlab_json(&[
+        "find-batch",
+        "--plan",
+        "--longest-sequence",
+        "--preset",
+        "sort-llama",
+        "--set",
+        "batch_size=32",
+        "--budget",
+        "48MiB",
+        "--json",
+    ]);
+    assert_eq!(found["axis"], "seq-len", "{found}");
+    assert!(found["max_batch"].is_null(), "{found}");
+    let longest = found["max_seq_len"].as_u64().expect("a sequence fits");
+    let log = found["trials_log"].as_array().unwrap();
+    let tried: Vec<String> = log
+        .iter()
+        .map(|t| {
+            format!(
+                "{}{}",
+                t["seq_len"],
+                if t["fits"] == true { "+" } else { "-" }
+            )
+        })
+        .collect();
+    println!(
+        "sort-llama at batch 32 under 48 MiB: longest sequence {longest} in {} trials: {}",
+        found["trials"],
+        tried.join(" ")
+    );
+    assert!(
+        log.iter()
+            .any(|t| t["seq_len"] == longest && t["fits"] == true)
+    );
+    assert!(
+        log.iter()
+            .filter(|t| t["seq_len"].as_u64().unwrap() > longest)
+            .all(|t| t["fits"] == false)
+    );
+    let planned = |seq_len: u64| {
+        let seq_len = format!("data.seq_len={seq_len}");
+        vramlab(&[
+            "train",
+            "--dry-run",
+            "--preset",
+            "sort-llama",
+            "--steps",
+            "2",
+            "--set",
+            "batch_size=32",
+            "--set",
+            "eval_every=0",
+            "--set",
+            &seq_len,
+            "--budget",
+            "48MiB",
+        ])
+        .status
+        .code()
+    };
+    assert_eq!(planned(longest), Some(0), "{longest} tokens must fit");
+    assert_eq!(
+        planned(longest + 1),
+        Some(3),
+        "{} tokens must not",
+        longest + 1
+    );
+
+    // Samples without a sequence are refused naming the field.
+    let out = vramlab(&[
+        "find-batch",
+        "--plan",
+        "--longest-sequence",
+        "--preset",
+        "spiral-mlp",
+        "--budget",
+        "8MiB",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("data.kind"), "{stderr}");
 }

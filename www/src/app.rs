@@ -12,7 +12,7 @@ use crate::data_preview::DataPreview;
 use crate::editor::Editor;
 use crate::finder_panel::FinderPanel;
 use crate::lessons::{LessonsPanel, LessonsRunning};
-use crate::plan_panel::PlanPanel;
+use crate::plan_panel::{PlanGpu, PlanPanel};
 use crate::results::{Comparison, SummaryCard};
 use crate::run_charts::Charts;
 use crate::run_controls::RunControls;
@@ -33,6 +33,7 @@ pub fn App() -> impl IntoView {
         config: RwSignal::new(from_url.config),
         refused: RwSignal::new(None),
     };
+    let plan_gpu = PlanGpu::from_link(from_url.gpu.as_deref());
     let session = Session::new();
     provide_context(session);
     let lessons_running = RwSignal::new(false);
@@ -40,9 +41,14 @@ pub fn App() -> impl IntoView {
     let live = session.live;
     let tour = Tour::new();
 
-    // The URL follows the configuration, so a link reproduces the setup.
+    // The URL follows the configuration (and the card "Will it fit?" plans for), so a link
+    // reproduces the setup.
     Effect::new(move |_| {
-        let hash = url_state::render(&editor.preset.get(), &editor.config.get());
+        let mut hash = url_state::render(&editor.preset.get(), &editor.config.get());
+        if let Some(gpu) = plan_gpu.link_part() {
+            hash.push('&');
+            hash.push_str(&gpu);
+        }
         url_state::store(&hash);
     });
     // A link pasted into this tab (the hash changed by hand or by a link on the page) loads
@@ -59,6 +65,7 @@ pub fn App() -> impl IntoView {
             return;
         }
         url_note.set(None);
+        plan_gpu.load(from_url.gpu.as_deref());
         editor.preset.set(from_url.preset);
         editor.config.set(from_url.config);
         editor.refused.set(None);
@@ -111,7 +118,7 @@ pub fn App() -> impl IntoView {
                 <Charts live=live config=editor.config />
                 <Comparison pinned=live.pinned timeline=live.timeline />
                 <SummaryCard timeline=live.timeline />
-                <PlanPanel editor=editor />
+                <PlanPanel editor=editor gpu=plan_gpu />
                 <FinderPanel editor=editor />
             </div>
         </main>

@@ -47,11 +47,12 @@ pub fn FinderPanel(editor: Editor) -> impl IntoView {
             };
             let question = Question {
                 config: &config,
+                axis: finder::Axis::Batch,
                 budget_bytes: budget.bytes(gpu.adapter.max_buffer_size),
                 multiple_of: 1,
                 max_trials: None,
                 purpose: Purpose::Run,
-                largest_batch: None,
+                bound: None,
             };
             let mut runner = Yielding(InProcess { gpu: &gpu });
             let mut on_trial = |trial: &Trial| trials.update(|t| t.push(trial.clone()));

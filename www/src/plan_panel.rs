@@ -12,9 +12,10 @@ use vramlab::engine::Purpose;
 use vramlab::engine::config::Budget;
 use vramlab::engine::config::InputKind;
 use vramlab::engine::device::this_modelled_adapter;
-use vramlab::engine::finder::Search;
+use vramlab::engine::finder::{Axis, Search};
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::hf_config::{self, Stated};
+use vramlab::engine::link::hash::encode;
 use vramlab::engine::memory::Categories;
 use vramlab::engine::memory::predict;
 use vramlab::engine::plan::{Checked, Plan};
@@ -37,17 +38,59 @@ pub const CARDS: [(&str, u64); 9] = [
     ("another size (type it)", 0),
 ];
 
-/// The panel's question beyond the editor's config: which card.
+/// The card a plan is for when the link names none.
+const DEFAULT_CARD: usize = 3;
+/// The card whose memory is typed in.
+const TYPED_CARD: usize = CARDS.len() - 1;
+
+/// The panel's question beyond the editor's config: which card. The link carries it as
+/// `gpu=` (a card's name, or the size typed), so a shared link asks the same question.
 #[derive(Clone, Copy)]
-struct Question {
+pub struct PlanGpu {
     card: RwSignal<usize>,
     typed: RwSignal<String>,
 }
 
-impl Question {
+impl PlanGpu {
+    /// The card a link's `gpu=` names: a listed card by its name, anything else as a typed
+    /// size (refused at Plan, naming the field, when it is not one).
+    pub fn from_link(gpu: Option<&str>) -> Self {
+        let (card, typed) = match gpu {
+            None => (DEFAULT_CARD, "20GiB".to_string()),
+            Some(text) => match CARDS[..TYPED_CARD]
+                .iter()
+                .position(|(name, _)| *name == text)
+            {
+                Some(card) => (card, "20GiB".to_string()),
+                None => (TYPED_CARD, text.to_string()),
+            },
+        };
+        Self {
+            card: RwSignal::new(card),
+            typed: RwSignal::new(typed),
+        }
+    }
+
+    /// Set from a link loaded in this tab.
+    pub fn load(&self, gpu: Option<&str>) {
+        let from = Self::from_link(gpu);
+        self.card.set(from.card.get_untracked());
+        self.typed.set(from.typed.get_untracked());
+    }
+
+    /// The link's `gpu=` part; none for the card a link without one gets.
+    pub fn link_part(&self) -> Option<String> {
+        let card = self.card.get();
+        match card {
+            DEFAULT_CARD => None,
+            TYPED_CARD => Some(format!("gpu={}", encode(&self.typed.get()))),
+            _ => Some(format!("gpu={}", encode(CARDS[card].0))),
+        }
+    }
+
     /// The card's memory, or the typed size; an error names the field and the forms it takes.
     fn budget(&self) -> Result<Budget, String> {
-        let (_, bytes) = CARDS[self.card.get_untracked().min(CARDS.len() - 1)];
+        let (_, bytes) = CARDS[self.card.get_untracked().min(TYPED_CARD)];
         if bytes > 0 {
             return Ok(Budget::Bytes(bytes));
         }
@@ -56,11 +99,8 @@ impl Question {
 }
 
 #[component]
-pub fn PlanPanel(editor: Editor) -> impl IntoView {
-    let question = Question {
-        card: RwSignal::new(3),
-        typed: RwSignal::new("20GiB".to_string()),
-    };
+pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
+    let question = gpu;
     let planning = RwSignal::new(false);
     let progress = RwSignal::new(String::new());
     let result: RwSignal<Option<Result<Planned, String>>> = RwSignal::new(None);
@@ -137,11 +177,15 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
             })) => serde_json::to_string_pretty(&plan)
                 .map(|json| (format!("{}-plan", plan.name), json)),
             Some(Ok(Planned {
-                answer: Answer::LargestBatch(search),
+                answer: Answer::Search(search),
                 ..
             })) => serde_json::to_string_pretty(&search).map(|json| {
+                let what = match search.axis {
+                    Axis::Batch => "largest-batch",
+                    Axis::SeqLen => "longest-sequence",
+                };
                 (
-                    format!("{}-largest-batch", editor.config.get_untracked().name),
+                    format!("{}-{what}", editor.config.get_untracked().name),
                     json,
                 )
             }),
@@ -204,7 +248,13 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
                 } disabled=move || planning.get()>"Plan"</button>
             <button data-testid="plan-largest-batch" id="plan-largest-batch"
                 title="The largest batch under this card's memory: the max-batch finder, each trial a plan"
-                on:click=move |_| start(Ask::LargestBatch) disabled=move || planning.get()>"Largest batch"</button>
+                on:click={
+                    let start = start.clone();
+                    move |_| start(Ask::Largest(Axis::Batch))
+                } disabled=move || planning.get()>"Largest batch"</button>
+            <button data-testid="plan-longest-sequence" id="plan-longest-sequence"
+                title="The longest sequence (tokens per sample) at the config's batch under this card's memory: the finder, each trial a plan"
+                on:click=move |_| start(Ask::Largest(Axis::SeqLen)) disabled=move || planning.get()>"Longest sequence"</button>
             <button id="plan-cancel" on:click=cancel disabled=move || !planning.get()>"Cancel"</button>
             <button data-testid="plan-export" id="plan-export" on:click=export
                 disabled=move || !matches!(result.get(), Some(Ok(_)))>"Export JSON"</button>
@@ -215,7 +265,7 @@ pub fn PlanPanel(editor: Editor) -> impl IntoView {
                 Ok(Planned { answer: Answer::Plan(plan), worker_wasm_bytes, received_at_ms }) => view! {
                     <PlanAnswer plan=*plan worker_wasm_bytes received_at_ms />
                 }.into_any(),
-                Ok(Planned { answer: Answer::LargestBatch(search), worker_wasm_bytes, received_at_ms }) => view! {
+                Ok(Planned { answer: Answer::Search(search), worker_wasm_bytes, received_at_ms }) => view! {
                     <SearchAnswer search=*search editor worker_wasm_bytes received_at_ms />
                 }.into_any(),
                 Err(err) => view! { <p class="error" id="plan-error">{err}</p> }.into_any(),
@@ -393,8 +443,8 @@ fn PlanAnswer(plan: Plan, worker_wasm_bytes: f64, received_at_ms: f64) -> impl I
     }
 }
 
-/// The largest batch that fits the card, found by the max-batch finder with each trial a plan;
-/// every trial listed, and the batch can be taken into the editor.
+/// The largest batch (or longest sequence) that fits the card, found by the finder with each
+/// trial a plan; every trial listed, and the value can be taken into the editor.
 #[component]
 fn SearchAnswer(
     search: Search,
@@ -403,23 +453,40 @@ fn SearchAnswer(
     received_at_ms: f64,
 ) -> impl IntoView {
     let gib = ByteFormat::MIB_OR_GIB;
-    let verdict = match search.max_batch {
-        Some(batch) => format!(
-            "Largest batch that fits: {batch} ({} trials planned, {} did not fit, {:.1} s).",
+    let (largest, unit, use_it, column, command) = match search.axis {
+        Axis::Batch => (
+            "Largest batch",
+            "batch",
+            "Use this batch",
+            "batch",
+            "find-batch --plan",
+        ),
+        Axis::SeqLen => (
+            "Longest sequence",
+            "sequence",
+            "Use this length",
+            "data.seq_len",
+            "find-batch --plan --longest-sequence",
+        ),
+    };
+    let verdict = match search.found() {
+        Some(value) => format!(
+            "{largest} that fits: {value} ({} trials planned, {} did not fit, {:.1} s).",
             search.trials, search.ooms, search.seconds
         ),
         None => match search.smallest_failure() {
-            Some((batch, _)) => format!("No batch fits: even batch {batch} does not."),
-            None => "No batch fits.".to_string(),
+            Some((value, _)) => format!("No {unit} fits: even {value} does not."),
+            None => format!("No {unit} fits."),
         },
     };
     let found = search
-        .max_batch
-        .map_or(String::new(), |batch| batch.to_string());
-    let apply = search.max_batch.map(|batch| {
+        .found()
+        .map_or(String::new(), |value| value.to_string());
+    let field = search.axis.field();
+    let apply = search.found().map(|value| {
         view! {
-            <button id="plan-use-batch" on:click=move |_| editor.set("batch_size", &batch.to_string())>
-                "Use this batch"
+            <button id="plan-use-found" on:click=move |_| editor.set(field, &value.to_string())>
+                {use_it}
             </button>
         }
     });
@@ -429,7 +496,7 @@ fn SearchAnswer(
         .map(|trial| {
             view! {
                 <tr class=if trial.fits { "fits" } else { "oom" }>
-                    <td>{trial.batch}</td>
+                    <td>{trial.value()}</td>
                     <td>{if trial.fits { "fits" } else { "does not fit" }}</td>
                     <td>{gib.of(trial.peak_in_use_bytes)}</td>
                     <td>{gib.of(trial.peak_reserved_bytes)}</td>
@@ -438,18 +505,18 @@ fn SearchAnswer(
         })
         .collect_view();
     view! {
-        <div id="plan-search" data-max-batch=found data-trials=search.trials.to_string()
+        <div id="plan-search" data-found=found data-axis=field data-trials=search.trials.to_string()
             data-wasm-bytes=wasm_bytes().to_string()
             data-worker-wasm-bytes=worker_wasm_bytes.to_string()
             data-received-at=received_at_ms.to_string()>
-            <p class=if search.max_batch.is_some() { "verdict fits" } else { "verdict oom" }>{verdict} " " {apply}</p>
+            <p class=if search.found().is_some() { "verdict fits" } else { "verdict oom" }>{verdict} " " {apply}</p>
             <p class="explain">
-                "The max-batch finder's search (as vramlab find-batch --plan), each trial a plan \
+                {format!("The finder's search (as vramlab {command}), each trial a plan \
                  of two steps on a planning device of its own; the other fields as the config \
-                 above has them."
+                 above has them.")}
             </p>
             <table class="trials">
-                <thead><tr><th>"batch"</th><th>"trial"</th><th>"high-water in use"</th><th>"reserved"</th></tr></thead>
+                <thead><tr><th>{column}</th><th>"trial"</th><th>"high-water in use"</th><th>"reserved"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             {search.notes.iter().map(|note| view! { <p class="note">{note.clone()}</p> }).collect_view()}

@@ -18,7 +18,7 @@ use wasm_bindgen::prelude::*;
 
 use vramlab::engine::device::{ModelledAdapter, Planner, fresh_planner};
 use vramlab::engine::error::EngineError;
-use vramlab::engine::finder::{self, Method, Question, Search, Trial};
+use vramlab::engine::finder::{self, Axis, Method, Question, Search, Trial};
 use vramlab::engine::memory::largest;
 use vramlab::engine::plan::{self, PLAN_STEPS, Plan};
 use vramlab::engine::train::{RunOutcome, Runner};
@@ -77,9 +77,10 @@ struct PlanRequest {
 pub enum Ask {
     /// The plan, with the budget's answer and each suggestion planned.
     Plan,
-    /// The largest batch that fits: the max-batch finder with each trial a plan on a planning
-    /// device of its own, as `vramlab find-batch --plan` makes each one in a process of its own.
-    LargestBatch,
+    /// The largest batch, or the longest sequence at the config's batch, that fits: the
+    /// finder with each trial a plan on a planning device of its own, as `vramlab find-batch
+    /// --plan` (`--longest-sequence`) makes each one in a process of its own.
+    Largest(Axis),
 }
 
 /// What the worker tells the page, one JSON message at a time.
@@ -99,7 +100,7 @@ enum FromWorker {
 #[derive(Clone, Serialize, Deserialize)]
 pub enum Answer {
     Plan(Box<Plan>),
-    LargestBatch(Box<Search>),
+    Search(Box<Search>),
 }
 
 /// The worker's answer, as the page received it.
@@ -262,9 +263,9 @@ async fn answered(request: &str, progress: &mut dyn FnMut(String)) -> Result<Ans
         Ask::Plan => planned(&config, modelled, progress)
             .await
             .map(|plan| Answer::Plan(Box::new(plan))),
-        Ask::LargestBatch => largest_batch(&config, modelled, progress)
+        Ask::Largest(axis) => largest(&config, axis, modelled, progress)
             .await
-            .map(|search| Answer::LargestBatch(Box::new(search))),
+            .map(|search| Answer::Search(Box::new(search))),
     }
 }
 
@@ -291,9 +292,11 @@ async fn planned(
         .map_err(|err| err.to_string())
 }
 
-/// The largest batch of `config` under its budget, as `vramlab find-batch --plan` searches it.
-async fn largest_batch(
+/// The largest batch (or longest sequence) of `config` under its budget, as `vramlab find-batch
+/// --plan` searches it.
+async fn largest(
     config: &RunConfig,
+    axis: Axis,
     modelled: ModelledAdapter,
     progress: &mut dyn FnMut(String),
 ) -> Result<Search, String> {
@@ -307,17 +310,19 @@ async fn largest_batch(
         .ok_or("the search needs a budget: pick a card or type a size")?;
     let question = Question {
         config,
+        axis,
         budget_bytes: budget.bytes(adapter.max_buffer_size),
         multiple_of: 1,
         max_trials: None,
         purpose: Purpose::Plan,
-        largest_batch: Some(finder::plan_bound(config, &adapter).map_err(|err| err.to_string())?),
+        bound: Some(finder::plan_bound(config, &adapter, axis).map_err(|err| err.to_string())?),
     };
     let mut runner = FreshPlans { modelled };
     let mut on_trial = |trial: &Trial| {
         progress(format!(
-            "batch {}: {}",
-            trial.batch,
+            "{} {}: {}",
+            axis.field(),
+            trial.value(),
             if trial.fits { "fits" } else { "does not fit" }
         ));
     };

@@ -238,6 +238,10 @@ pub struct FindArgs {
     /// Trials as plans (dry runs in this process): seconds for any budget, no real memory.
     #[arg(long)]
     pub plan: bool,
+    /// Search the longest sequence (data.seq_len) at the configured batch instead of the
+    /// largest batch (vramlab's search; a token task).
+    #[arg(long, conflicts_with = "compare")]
+    pub longest_sequence: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]

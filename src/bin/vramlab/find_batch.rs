@@ -1,8 +1,9 @@
 //! `vramlab find-batch`: the engine's max-batch finder with a progress line per trial, and the
-//! comparison of the five search methods.
+//! comparison of the five search methods; with `--longest-sequence`, the same search over
+//! `data.seq_len` at the configured batch.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use vramlab::engine::finder::{self, Method, Question, Search, Trial};
+use vramlab::engine::finder::{self, Axis, Method, Question, Search, Trial};
 use vramlab::engine::{ConfigError, Gpu, Purpose, RunConfig};
 
 use vramlab::engine::format::{ByteFormat, mib};
@@ -32,25 +33,30 @@ fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Resu
     let mut on_trial = |trial: &Trial| {
         bar.inc(1);
         bar.println(format!(
-            "  {}: batch {:>6} {} (peak in use {:.2} MiB, reserved {:.2} MiB)",
+            "  {}: {} {:>6} {} (peak in use {:.2} MiB, reserved {:.2} MiB)",
             method.name(),
-            trial.batch,
+            match trial.seq_len {
+                Some(_) => "seq_len",
+                None => "batch",
+            },
+            trial.value(),
             if trial.fits { "fits" } else { "out of memory" },
             mib(trial.peak_in_use_bytes),
             mib(trial.peak_reserved_bytes)
         ));
     };
-    let largest_batch = match purpose {
+    let bound = match purpose {
         Purpose::Run => None,
-        Purpose::Plan => question.largest_batch.clone(),
+        Purpose::Plan => question.bound.clone(),
     };
     let question = Question {
         config: question.config,
+        axis: question.axis,
         budget_bytes: question.budget_bytes,
         multiple_of: question.multiple_of,
         max_trials: question.max_trials,
         purpose,
-        largest_batch,
+        bound,
     };
     // As plans, `train --dry-run`: in-process plans would inherit the earlier trials' pages and
     // fused shapes, and differ by those.
@@ -66,8 +72,14 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
     let budget = config.budget.ok_or_else(|| {
         ConfigError::invalid("--budget", "find-batch needs a budget, e.g. --budget 64MiB")
     })?;
+    let axis = if args.longest_sequence {
+        Axis::SeqLen
+    } else {
+        Axis::Batch
+    };
     let question = Question {
         config,
+        axis,
         budget_bytes: budget.bytes(gpu.adapter.max_buffer_size),
         multiple_of: args.multiple_of,
         max_trials: args.max_trials,
@@ -76,11 +88,11 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         } else {
             Purpose::Run
         },
-        largest_batch: None,
+        bound: None,
     };
     let question = if args.plan {
         Question {
-            largest_batch: Some(finder::plan_bound(config, &gpu.adapter)?),
+            bound: Some(finder::plan_bound(config, &gpu.adapter, axis)?),
             ..question
         }
     } else {
@@ -138,7 +150,7 @@ fn compare_plans_and_runs(question: &Question, json: bool) -> anyhow::Result<()>
         println!(
             "{:<18} {:>8} {:>7} {:>5} {:>9.1}  {}",
             label,
-            batch(s.max_batch),
+            batch(s.found()),
             s.trials,
             s.ooms,
             s.seconds,
@@ -153,21 +165,25 @@ fn batch(found: Option<usize>) -> String {
 }
 
 fn print_one(found: &Search, budget: u64) {
-    match found.max_batch {
+    let (largest, smallest) = match found.axis {
+        Axis::Batch => ("largest batch", "batch"),
+        Axis::SeqLen => ("longest sequence (data.seq_len)", "data.seq_len"),
+    };
+    match found.found() {
         Some(b) => println!(
-            "largest batch within {:.2} MiB: {b} ({} trials, {} out of memory, {:.1} s)",
+            "{largest} within {:.2} MiB: {b} ({} trials, {} out of memory, {:.1} s)",
             mib(budget),
             found.trials,
             found.ooms,
             found.seconds
         ),
         None => match found.smallest_failure() {
-            Some((batch, oom)) => println!(
-                "no batch fits {:.2} MiB: even batch {batch} ran out of memory.\n{}",
+            Some((value, oom)) => println!(
+                "no {smallest} fits {:.2} MiB: even {smallest} {value} ran out of memory.\n{}",
                 mib(budget),
                 oom.describe(report::as_set_flag)
             ),
-            None => println!("no batch fits {}", ByteFormat::MIB.of(budget)),
+            None => println!("no {smallest} fits {}", ByteFormat::MIB.of(budget)),
         },
     }
     if let Some(guess) = found.predicted_batch {

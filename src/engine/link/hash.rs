@@ -21,6 +21,9 @@ pub struct FromUrl {
     /// A shared table of lesson verdicts (`lessons=`), not part of the configuration; `None`
     /// when the URL carries none or carries one that was refused.
     pub lessons: Option<Vec<Option<Verdict>>>,
+    /// The GPU "Will it fit?" plans for (`gpu=`, a card's name or a size), not part of the
+    /// configuration; the page reads it, and says so on the panel when it is neither.
+    pub gpu: Option<String>,
 }
 
 impl FromUrl {
@@ -41,6 +44,7 @@ pub fn parse(hash: &str) -> FromUrl {
     let mut name = DEFAULT_PRESET.to_string();
     let mut sets = Vec::new();
     let mut letters = None;
+    let mut gpu = None;
     let mut parts = hash.split('&').filter(|p| !p.is_empty());
     for part in parts.by_ref().take(MAX_PARTS) {
         // As the browser's decodeURIComponent would, keeping the text as it is where that
@@ -49,6 +53,7 @@ pub fn parse(hash: &str) -> FromUrl {
         match part.split_once('=') {
             Some(("preset", value)) => name = value.to_string(),
             Some(("lessons", value)) => letters = Some(value.to_string()),
+            Some(("gpu", value)) => gpu = Some(value.to_string()),
             _ => sets.push(part),
         }
     }
@@ -61,12 +66,9 @@ pub fn parse(hash: &str) -> FromUrl {
             (DEFAULT_PRESET.to_string(), default)
         }
     };
-    for set in &sets {
-        match apply_override(&config, set).and_then(|c| c.validate().map(|()| c)) {
-            Ok(next) => config = next,
-            Err(err) => refused.push(format!("{err}; that field keeps its default")),
-        }
-    }
+    let (read, why) = with_fields(config, &sets);
+    config = read;
+    refused.extend(why);
     let lessons = letters.and_then(|letters| {
         shared_verdicts(&letters)
             .map_err(|why| refused.push(why))
@@ -84,7 +86,51 @@ pub fn parse(hash: &str) -> FromUrl {
         config,
         refused,
         lessons,
+        gpu,
     }
+}
+
+/// Passes over the fields still refused, at most (each pass validates the config once a field).
+const FIELD_PASSES: usize = 8;
+
+/// `config` with each `path=value` of `sets`, and why each refused one was.
+///
+/// Fields that only hold together (a dropped config.json's `model.kind` and its
+/// `model.experts`) are taken whole when the result is valid. Otherwise each is taken where the
+/// config stays valid, in the URL's order, and those refused are tried again while a pass takes
+/// one (a field valid only once a later one is read); what is left keeps the preset's value and
+/// is named.
+fn with_fields(config: RunConfig, sets: &[String]) -> (RunConfig, Vec<String>) {
+    let whole = sets
+        .iter()
+        .try_fold(config.clone(), |c, set| apply_override(&c, set))
+        .and_then(|c| c.validate().map(|()| c));
+    if let Ok(whole) = whole {
+        return (whole, Vec::new());
+    }
+    let mut config = config;
+    let mut pending: Vec<&String> = sets.iter().collect();
+    let mut why = Vec::new();
+    for _ in 0..FIELD_PASSES {
+        let before = pending.len();
+        why.clear();
+        pending.retain(|set| {
+            match apply_override(&config, set).and_then(|c| c.validate().map(|()| c)) {
+                Ok(next) => {
+                    config = next;
+                    false
+                }
+                Err(err) => {
+                    why.push(format!("{err}; that field keeps its default"));
+                    true
+                }
+            }
+        });
+        if pending.is_empty() || pending.len() == before {
+            break;
+        }
+    }
+    (config, why)
 }
 
 /// Leaf fields of `value` as `path` and JSON value pairs, paths dotted as `--set` names them.
@@ -281,9 +327,40 @@ mod tests {
     }
 
     #[test]
+    fn a_dropped_config_json_travels_in_the_link() {
+        // The page puts a dropped config.json's fields in the editor over the preset it holds
+        // (a token task's) or over the family's base preset; the link carries them as fields.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let hf = crate::engine::hf_config::read(&text).unwrap();
+            for base_name in ["llama2-7b", hf.family.base_preset()] {
+                let (config, _) = hf.apply(
+                    preset(base_name).unwrap(),
+                    "dropped",
+                    crate::engine::hf_config::Stated::default(),
+                );
+                let link = render(base_name, &config);
+                let from = parse(&link);
+                assert!(
+                    from.refused.is_empty(),
+                    "{path:?} over {base_name}: {:?}\n{link}",
+                    from.refused
+                );
+                assert_eq!(from.config, config, "{path:?} over {base_name}: {link}");
+            }
+        }
+    }
+
+    #[test]
     fn a_url_read_whole_refuses_nothing() {
-        let from = parse("#preset=digits-cnn&batch_size=64");
+        let from = parse("#preset=digits-cnn&batch_size=64&gpu=RTX%204080%20(16%20GiB)");
         assert!(from.refused.is_empty(), "{:?}", from.refused);
+        assert_eq!(from.gpu.as_deref(), Some("RTX 4080 (16 GiB)"));
         assert_eq!(from.note(), None);
     }
 }
