@@ -219,6 +219,12 @@ try {
     }
   }
 
+  // A published config.json vramlab ships, picked instead of dropped.
+  await page.selectOption('[data-testid="plan-published"]', { label: 'Qwen3-8B' });
+  await page.waitForSelector('#plan-config-note, #plan-config-error', { timeout: 30_000 });
+  const picked = await textOf(page, '#plan-config-note');
+  check(picked !== null && picked.startsWith('qwen3-8b.json: qwen3 (8190735360 parameters)'), `a published config.json picked from the list is read: "${(picked ?? '').slice(0, 80)}"`);
+
   // A broken config.json is refused on the panel naming the field; the panel stays usable.
   const broken = path.join(out, 'broken-config.json');
   fs.writeFileSync(broken, JSON.stringify({ model_type: 'qwen3', hidden_size: 'wide' }));

@@ -14,6 +14,7 @@ mod lessons;
 mod memory_charts;
 mod plan_panel;
 mod plan_worker;
+mod published;
 mod results;
 mod run_charts;
 mod run_controls;

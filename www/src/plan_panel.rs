@@ -24,6 +24,7 @@ use vramlab::engine::presets::preset;
 use crate::browser::{download, wasm_bytes};
 use crate::editor::Editor;
 use crate::plan_worker::{Answer, Ask, Planned, plan_off_page};
+use crate::published::PUBLISHED;
 
 /// Cards people ask about, with the memory their maker states (GiB unless it says GB).
 pub const CARDS: [(&str, u64); 9] = [
@@ -141,6 +142,23 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
         let cancelled = cancelled.clone();
         move |_| cancelled.set(true)
     };
+    let load = move |name: &str, text: &str| {
+        let loaded = load_hf_config(&editor, name, text);
+        if loaded.is_ok() {
+            dropped_model.set_value(Some(editor.config.with_untracked(|c| c.model.clone())));
+        }
+        dropped.set(Some(loaded));
+    };
+    // A config.json vramlab ships, as though its file were dropped.
+    let pick_published = move |ev| {
+        if let Some((_, file, text)) = event_target_value(&ev)
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| PUBLISHED.get(i))
+        {
+            load(file, text);
+        }
+    };
     let pick = move |ev| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(file) = input.files().and_then(|f| f.get(0)) else {
@@ -150,11 +168,7 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
         spawn_local(async move {
             let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
             let text = text.ok().and_then(|t| t.as_string()).unwrap_or_default();
-            let loaded = load_hf_config(&editor, &name, &text);
-            if loaded.is_ok() {
-                dropped_model.set_value(Some(editor.config.with_untracked(|c| c.model.clone())));
-            }
-            dropped.set(Some(loaded));
+            load(&name, &text);
         });
     };
     // The note speaks of the dropped file's model: once the editor holds another (a link
@@ -216,12 +230,20 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
             <p class="explain">
                 "The allocator's own answer for the config above, from cubecl's dry run in this \
                  tab: every kernel compiled, nothing run, no GPU memory used. Drop a Hugging Face \
-                 config.json to plan that model; LoRA, QLoRA, precision, checkpointing, \
+                 config.json (or pick one vramlab ships) to plan that model; LoRA, QLoRA, precision, checkpointing, \
                  attention, batch and tokens are the strategies' and training fields."
             </p>
             <label class="button">"config.json"
                 <input type="file" data-testid="plan-config" id="plan-config"
                     accept=".json,application/json" on:change=pick />
+            </label>
+            <label>" or a published one "
+                <select data-testid="plan-published" id="plan-published" on:change=pick_published>
+                    <option value="" selected=true>"pick a model"</option>
+                    {PUBLISHED.iter().enumerate().map(|(i, (label, _, _))| view! {
+                        <option value=i.to_string()>{*label}</option>
+                    }).collect_view()}
+                </select>
             </label>
             {move || dropped.get().map(|loaded| match loaded {
                 Ok(note) => view! { <p class="note" id="plan-config-note">{note}</p> }.into_any(),
