@@ -56,6 +56,9 @@ pub enum Command {
     /// Benchmark: naive against fused attention and loss, in GPT-2 small's plans from 512 to
     /// 4,096 positions and in steps on this GPU at 64 and 512 positions.
     BenchAttention(BenchAttentionArgs),
+    /// Benchmark: burn's GRU and LSTM cells against the stacked cells (all time steps' input
+    /// projections in one matmul, as cuDNN runs them), a forward and backward pass on this GPU.
+    BenchCells,
     /// The figures README.md and docs/ print that the code computes (plans, parameter counts,
     /// estimates, counts of claims), recomputed beside what the pages say; with --check, exits
     /// 1 naming each figure that differs.

@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod bench_analytic;
 mod bench_attention;
+mod bench_cells;
 mod claims;
 mod docs_check;
 mod exit;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
             let both = !args.plans && !args.steps;
             bench_attention::run(args.plans || both, args.steps || both)
         }
+        Some(Command::BenchCells) => bench_cells::run(),
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::Docs(args)) => docs_check::run(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args),

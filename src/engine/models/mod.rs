@@ -9,6 +9,7 @@ mod mlp;
 mod moe;
 mod recurrent;
 mod rotary;
+pub mod stacked_cells;
 mod transformer;
 
 use burn::module::{Module, ModuleVisitor, Param};
