@@ -3,17 +3,18 @@
 // garbage collection), its DOM node count and the wasm instance's linear memory; at the end the
 // run's own allocator readings (bytes in use at each step's end) come from its exported JSON.
 // Verdict: JS heap and DOM nodes at the last reading within 10% of step 200, and in use within
-// 4 KiB from step 500 on (as `vramlab soak` asks natively). Not part of CI: minutes long.
-//   node tests/e2e/soak.mjs DIST_DIR [STEPS]
+// 4 KiB from step 500 on (as `vramlab soak` asks natively); and the wasm memory's growth per
+// step from step 1,000 to the end (printed). Not part of CI: minutes long.
+//   node tests/e2e/soak.mjs DIST_DIR [STEPS] [PRESET]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import { launch, serve } from './browser.mjs';
 
-const [distArg, stepsArg] = process.argv.slice(2);
+const [distArg, stepsArg, presetArg] = process.argv.slice(2);
 if (!distArg) {
-  console.error('usage: node soak.mjs DIST_DIR [STEPS]');
+  console.error('usage: node soak.mjs DIST_DIR [STEPS] [PRESET]');
   process.exit(2);
 }
 const steps = Number(stepsArg ?? 2000);
@@ -55,7 +56,7 @@ async function reading() {
   };
 }
 
-await page.goto(`${server.base}#preset=spiral-mlp&steps=${steps}`);
+await page.goto(`${server.base}#preset=${presetArg ?? 'spiral-mlp'}&steps=${steps}`);
 await page.waitForSelector('#shader-f16', { timeout: 120_000 });
 const started = Date.now();
 await page.$eval('#start', (b) => b.click());
@@ -94,6 +95,10 @@ console.log(`\n${status} ${inUse.length} steps in ${seconds.toFixed(0)} s (${(10
 console.log(`JS heap: ${(at200.heap / 1048576).toFixed(2)} MiB at step ${at200.step}, ${(last.heap / 1048576).toFixed(2)} MiB at step ${last.step} (x${ratio(last.heap, at200.heap).toFixed(3)}, within 10%: ${heapOk})`);
 console.log(`DOM nodes: ${at200.nodes} at step ${at200.step}, ${last.nodes} at step ${last.step} (x${ratio(last.nodes, at200.nodes).toFixed(3)}, within 10%: ${nodesOk})`);
 console.log(`wasm memory: ${(at200.wasm / 1048576).toFixed(1)} MiB at step ${at200.step}, ${(last.wasm / 1048576).toFixed(1)} MiB at step ${last.step}`);
+const at1000 = readings.find((r) => r.step >= 1000);
+if (at1000 && last.step > at1000.step) {
+  console.log(`wasm memory per step from step ${at1000.step} to ${last.step}: ${((last.wasm - at1000.wasm) / (last.step - at1000.step)).toFixed(0)} B`);
+}
 console.log(`in use at the step's end from step ${SETTLED}: ${Math.min(...settled)}..${Math.max(...settled)} B, varies by ${spread(settled)} B (at most ${IN_USE_SLACK}: ${inUseOk}); reserved varies by ${spread(settledReserved)} B`);
 if (errors.length) console.log(`page errors: ${errors.join(' | ')}`);
 const ok = status === 'finished' && heapOk && nodesOk && inUseOk && errors.length === 0;

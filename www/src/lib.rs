@@ -3,6 +3,7 @@
 
 mod app;
 mod browser;
+mod chart_steps;
 mod charts;
 mod config_panel;
 mod data_preview;

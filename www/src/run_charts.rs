@@ -6,8 +6,9 @@ use vramlab::engine::RunConfig;
 use vramlab::engine::format::mib;
 use vramlab::engine::phase::Phase;
 use vramlab::engine::plot::steps_per_second;
-use vramlab::engine::train::{LOSS_READBACK_EVERY, StepRecord};
+use vramlab::engine::train::LOSS_READBACK_EVERY;
 
+use crate::chart_steps::ChartStep;
 use crate::charts::{LineChart, Marker, NO_RUN, PhaseBar, PhaseBars, Rule, Series};
 use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
 use crate::session::Live;
@@ -17,7 +18,7 @@ use crate::session::Live;
 pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
     let memory = Signal::derive(move || {
         let mut series = live.steps.with(|steps| {
-            let pick = |f: fn(&StepRecord) -> u64| {
+            let pick = |f: fn(&ChartStep) -> u64| {
                 steps
                     .iter()
                     .map(|s| (s.step as f64, mib(f(s))))
@@ -27,23 +28,19 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                 Series {
                     name: "in use: the step's high-water".into(),
                     color: "#1f77b4",
-                    points: pick(|s| s.high_water.in_use_bytes),
+                    points: pick(|s| s.high_water_in_use_bytes),
                     dashed: false,
                 },
                 Series {
                     name: "reserved: the step's high-water".into(),
                     color: "#ff7f0e",
-                    points: pick(|s| s.high_water.reserved_bytes),
+                    points: pick(|s| s.high_water_reserved_bytes),
                     dashed: false,
                 },
                 Series {
                     name: "in use at the step's end".into(),
                     color: "#17becf",
-                    points: pick(|s| {
-                        s.phases
-                            .get(&Phase::Optimizer)
-                            .map_or(0, |r| r.in_use_bytes)
-                    }),
+                    points: pick(|s| s.end_in_use_bytes),
                     dashed: true,
                 },
             ]
@@ -188,9 +185,8 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
         None => live.trace.get().map(|trace| (trace, false)),
     });
     let phases = Signal::derive(move || {
-        live.steps.with(|steps| {
-            steps
-                .last()
+        live.last_step.with(|last| {
+            last.as_ref()
                 .map(|s| {
                     Phase::ALL
                         .iter()

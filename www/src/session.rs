@@ -15,6 +15,7 @@ use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
 use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire_with};
 use wasm_bindgen::JsCast;
 
+use crate::chart_steps::{self, ChartStep};
 use crate::data_preview::{Grid, extent};
 
 /// Cells per side of the decision-boundary grid.
@@ -62,7 +63,10 @@ pub struct Live {
     pub pools: RwSignal<Option<MemoryPool>>,
     /// Set when no adapter could be had: what is missing and how to get it.
     pub no_webgpu: RwSignal<Option<String>>,
-    pub steps: RwSignal<Vec<StepRecord>>,
+    /// What the charts draw of each step (`chart_steps`); the run keeps the records.
+    pub steps: RwSignal<Vec<ChartStep>>,
+    /// The last step's whole record: its phases, for the phase bars.
+    pub last_step: RwSignal<Option<StepRecord>>,
     pub evals: RwSignal<Vec<EvalRecord>>,
     /// Page-clock time (ms) at which each step's loss came back: the step had completed on the
     /// device. Steps return once queued, so their own ends would time the queue, not the work.
@@ -94,6 +98,7 @@ impl Live {
             pools: RwSignal::new(None),
             no_webgpu: RwSignal::new(None),
             steps: RwSignal::new(Vec::new()),
+            last_step: RwSignal::new(None),
             evals: RwSignal::new(Vec::new()),
             completed_ms: RwSignal::new(Vec::new()),
             started_ms: RwSignal::new(None),
@@ -111,6 +116,7 @@ impl Live {
     fn clear(&self) {
         self.error.set(None);
         self.steps.set(Vec::new());
+        self.last_step.set(None);
         self.evals.set(Vec::new());
         self.completed_ms.set(Vec::new());
         self.started_ms.set(None);
@@ -384,7 +390,8 @@ impl Session {
             match Timeline::from_json(&text.as_string().unwrap_or_default()) {
                 Ok(timeline) => {
                     live.batch_size.set(timeline.config.batch_size);
-                    live.steps.set(timeline.steps.clone());
+                    live.steps.set(chart_steps::of(&timeline.steps));
+                    live.last_step.set(timeline.steps.last().cloned());
                     live.evals.set(timeline.evals.clone());
                     live.trace.set(timeline.one_step.clone());
                     live.timeline.set(Some(timeline));
@@ -434,8 +441,9 @@ impl Session {
                 .position(|s| s.loss.is_none())
                 .unwrap_or(steps.len());
             steps.truncate(from);
-            steps.extend_from_slice(&records[from..]);
+            steps.extend(records[from..].iter().map(ChartStep::from));
         });
+        self.live.last_step.set(records.last().cloned());
         let completed = records.iter().take_while(|s| s.loss.is_some()).count();
         let stamped = self.live.completed_ms.with_untracked(Vec::len);
         if completed > stamped {
@@ -508,7 +516,8 @@ impl Session {
             }
             match finished {
                 Ok(timeline) => {
-                    live.steps.set(timeline.steps.clone());
+                    live.steps.set(chart_steps::of(&timeline.steps));
+                    live.last_step.set(timeline.steps.last().cloned());
                     live.timeline.set(Some(timeline));
                     live.status.set(Status::Finished);
                 }
