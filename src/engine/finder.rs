@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
-use crate::engine::config::{Budget, RunConfig, limits};
+use crate::engine::config::{Budget, InputKind, RunConfig, limits};
 use crate::engine::data::split_sizes;
 use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
@@ -96,6 +96,22 @@ impl Axis {
     fn is_batch(&self) -> bool {
         *self == Self::Batch
     }
+
+    /// Set the field this axis varies to `value`, and nothing else.
+    fn set(self, config: &mut RunConfig, value: usize) {
+        match self {
+            Self::Batch => config.batch_size = value,
+            Self::SeqLen => config.data.seq_len = value,
+        }
+    }
+
+    /// The range a config allows the field in.
+    fn limits(self, config: &RunConfig) -> (usize, usize) {
+        match self {
+            Self::Batch => limits::BATCH_SIZE,
+            Self::SeqLen => config.data.seq_len_limits(),
+        }
+    }
 }
 
 /// One trial: a batch (and on a sequence search its `data.seq_len`), whether it fit, and what it
@@ -166,12 +182,9 @@ pub struct Question<'a> {
 /// config's; a batch search's at most the batch).
 fn with_value(config: &RunConfig, axis: Axis, value: usize) -> RunConfig {
     let mut config = config.clone();
-    match axis {
-        Axis::Batch => {
-            config.batch_size = value;
-            config.eval_batch_size = config.eval_batch_size.min(value);
-        }
-        Axis::SeqLen => config.data.seq_len = value,
+    axis.set(&mut config, value);
+    if axis == Axis::Batch {
+        config.eval_batch_size = config.eval_batch_size.min(value);
     }
     config
 }
@@ -180,10 +193,7 @@ fn with_value(config: &RunConfig, axis: Axis, value: usize) -> RunConfig {
 /// when not even the smallest can be planned.
 pub fn plannable(config: &RunConfig, adapter: &AdapterInfo, axis: Axis) -> Option<usize> {
     let fits = |value: usize| oversized(&with_value(config, axis, value), adapter).is_empty();
-    let (least, most) = match axis {
-        Axis::Batch => limits::BATCH_SIZE,
-        Axis::SeqLen => config.data.seq_len_limits(),
-    };
+    let (least, most) = axis.limits(config);
     if !fits(least) {
         return None;
     }
@@ -204,16 +214,8 @@ pub fn plan_bound(
     axis: Axis,
 ) -> Result<(usize, String), ConfigError> {
     let Some(most) = plannable(config, adapter, axis) else {
-        let least = match axis {
-            Axis::Batch => limits::BATCH_SIZE.0,
-            Axis::SeqLen => config.data.seq_len_limits().0,
-        };
-        let mut one = with_value(config, axis, least);
-        (one.batch_size, one.eval_batch_size) = match axis {
-            Axis::Batch => (1, 1),
-            Axis::SeqLen => (one.batch_size, one.eval_batch_size),
-        };
-        bindable(&one, adapter)?;
+        let least = axis.limits(config).0;
+        bindable(&with_value(config, axis, least), adapter)?;
         return Err(ConfigError::invalid(
             axis.field(),
             format!("not even {least} can be planned on this adapter"),
@@ -262,12 +264,12 @@ impl Question<'_> {
                 let data = &config.data;
                 // A query task's sample is twice its seq_len (the queries follow the input).
                 let per_seq = data.sample_tokens() / data.seq_len.max(1);
+                let longest = data.seq_len_limits().1;
                 let mut most = (
-                    data.seq_len_limits().1,
+                    longest,
                     format!(
-                        "{} tokens is the longest data.seq_len a config allows: the budget may \
-                         hold more",
-                        data.seq_len_limits().1
+                        "{longest} tokens is the longest data.seq_len a config allows: the \
+                         budget may hold more"
                     ),
                 );
                 let positions = config.model.positions / per_seq.max(1);
@@ -303,22 +305,20 @@ impl Question<'_> {
         let n = self.multiple_of;
         let least = match self.axis {
             Axis::Batch => self.config.strategies.grad_accumulation.max(1),
-            Axis::SeqLen => self.config.data.seq_len_limits().0,
+            Axis::SeqLen => self.axis.limits(self.config).0,
         };
         let lo = least.div_ceil(n) * n;
+        let allowed = self.allowed().0;
         let most = self
             .bound
             .as_ref()
-            .map_or(self.allowed().0, |(value, _)| self.allowed().0.min(*value));
+            .map_or(allowed, |(value, _)| allowed.min(*value));
         (lo, most / n * n)
     }
 
     fn config_for(&self, value: usize, steps: usize, evaluate: bool) -> RunConfig {
         let mut config = self.config.clone();
-        match self.axis {
-            Axis::Batch => config.batch_size = value,
-            Axis::SeqLen => config.data.seq_len = value,
-        }
+        self.axis.set(&mut config, value);
         config.steps = steps;
         config.budget = Some(Budget::Bytes(self.budget_bytes));
         if !evaluate {
@@ -335,9 +335,7 @@ pub fn check(question: &Question) -> Result<(), ConfigError> {
     if question.multiple_of == 0 {
         return Err(ConfigError::out_of_range("--multiple-of", 0, "1..=65536"));
     }
-    if question.axis == Axis::SeqLen
-        && question.config.data.input_kind() != crate::engine::config::InputKind::Tokens
-    {
+    if question.axis == Axis::SeqLen && question.config.data.input_kind() != InputKind::Tokens {
         return Err(ConfigError::invalid(
             "data.kind",
             format!(
@@ -356,17 +354,13 @@ pub fn check(question: &Question) -> Result<(), ConfigError> {
             ),
             Axis::SeqLen => format!(
                 "data.seq_len between {} and",
-                question.config.data.seq_len_limits().0
+                question.axis.limits(question.config).0
             ),
         };
+        let (most, why) = question.allowed();
         return Err(ConfigError::invalid(
             "--multiple-of",
-            format!(
-                "{} leaves no {what} {} ({})",
-                question.multiple_of,
-                question.allowed().0,
-                question.allowed().1
-            ),
+            format!("{} leaves no {what} {most} ({why})", question.multiple_of),
         ));
     }
     let params = predict(question.config).params;
@@ -586,10 +580,7 @@ async fn vramlab_search<R: Runner>(
     let question = trials.question;
     let predicted_peak = |value: usize| {
         let mut config = question.config.clone();
-        match question.axis {
-            Axis::Batch => config.batch_size = value,
-            Axis::SeqLen => config.data.seq_len = value,
-        }
+        question.axis.set(&mut config, value);
         predict(&config).peak as f64
     };
     // The largest multiple of N whose predicted peak, times `factor`, is within the budget

@@ -43,6 +43,8 @@ pub const CARDS: [(&str, u64); 9] = [
 const DEFAULT_CARD: usize = 3;
 /// The card whose memory is typed in.
 const TYPED_CARD: usize = CARDS.len() - 1;
+/// The size the typed card starts with.
+const TYPED_DEFAULT: &str = "20GiB";
 
 /// The panel's question beyond the editor's config: which card. The link carries it as
 /// `gpu=` (a card's name, or the size typed), so a shared link asks the same question.
@@ -57,12 +59,12 @@ impl PlanGpu {
     /// size (refused at Plan, naming the field, when it is not one).
     pub fn from_link(gpu: Option<&str>) -> Self {
         let (card, typed) = match gpu {
-            None => (DEFAULT_CARD, "20GiB".to_string()),
+            None => (DEFAULT_CARD, TYPED_DEFAULT.to_string()),
             Some(text) => match CARDS[..TYPED_CARD]
                 .iter()
                 .position(|(name, _)| *name == text)
             {
-                Some(card) => (card, "20GiB".to_string()),
+                Some(card) => (card, TYPED_DEFAULT.to_string()),
                 None => (TYPED_CARD, text.to_string()),
             },
         };

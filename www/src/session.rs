@@ -113,6 +113,12 @@ impl Live {
         }
     }
 
+    /// The charts' steps drawn from a whole timeline's records (a run ended, or one imported).
+    fn draw_records(&self, records: &[StepRecord]) {
+        self.steps.set(chart_steps::of(records));
+        self.last_step.set(records.last().cloned());
+    }
+
     fn clear(&self) {
         self.error.set(None);
         self.steps.set(Vec::new());
@@ -390,8 +396,7 @@ impl Session {
             match Timeline::from_json(&text.as_string().unwrap_or_default()) {
                 Ok(timeline) => {
                     live.batch_size.set(timeline.config.batch_size);
-                    live.steps.set(chart_steps::of(&timeline.steps));
-                    live.last_step.set(timeline.steps.last().cloned());
+                    live.draw_records(&timeline.steps);
                     live.evals.set(timeline.evals.clone());
                     live.trace.set(timeline.one_step.clone());
                     live.timeline.set(Some(timeline));
@@ -516,8 +521,7 @@ impl Session {
             }
             match finished {
                 Ok(timeline) => {
-                    live.steps.set(chart_steps::of(&timeline.steps));
-                    live.last_step.set(timeline.steps.last().cloned());
+                    live.draw_records(&timeline.steps);
                     live.timeline.set(Some(timeline));
                     live.status.set(Status::Finished);
                 }

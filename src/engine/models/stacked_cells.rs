@@ -132,8 +132,9 @@ impl StackedLstm {
         let forget = lstm
             .forget_gate
             .as_ref()
-            .filter(|_| !lstm.input_forget && lstm.clip.is_none() && lstm.batch_first)
-            .filter(|_| !lstm.reverse)
+            .filter(|_| {
+                !lstm.input_forget && lstm.clip.is_none() && lstm.batch_first && !lstm.reverse
+            })
             .expect("vramlab's LSTM has a forget gate, runs forward, batch first, unclipped");
         Self {
             gates: StackedGates::of(&[
