@@ -160,7 +160,7 @@ fn check_command(args: &[String], configs: &BTreeMap<String, PathBuf>) -> Result
     let purpose = |plan: bool| if plan { Purpose::Plan } else { Purpose::Run };
     let resolved = match &cli.command {
         None => TrainArgs::default().resolve(),
-        Some(Command::Train(train)) => train.resolve_for(purpose(train.dry_run)),
+        Some(Command::Train(train)) => train.run.resolve_for(purpose(train.run.dry_run)),
         Some(Command::BenchSampling(train)) => train.resolve(),
         Some(Command::Plan(plan)) => plan.resolve(),
         Some(Command::FindBatch(find)) => {

@@ -12,6 +12,7 @@ use crate::data_preview::DataPreview;
 use crate::editor::Editor;
 use crate::finder_panel::FinderPanel;
 use crate::lessons::{LessonsPanel, LessonsRunning};
+use crate::native_run::{self, NativeBanner, NativeRun};
 use crate::plan_panel::{PlanGpu, PlanPanel};
 use crate::results::{Comparison, SummaryCard};
 use crate::run_charts::Charts;
@@ -77,12 +78,16 @@ pub fn App() -> impl IntoView {
     }
     // The page lives as long as the tab.
     on_hash.forget();
-    // Ask for the adapter up front: the adapter card, and the f16 choice, depend on it.
-    // The pools are fixed when the device starts: the URL's choice is taken at page load.
-    let pool = editor.config.with_untracked(|c| c.strategies.memory_pool);
-    leptos::task::spawn_local(async move {
-        session.gpu(pool).await;
-    });
+    // Opened by `vramlab train --live`: the page shows that run, on its native adapter.
+    let native = native_run::requested().then(|| NativeRun::watch(live, editor));
+    if native.is_none() {
+        // Ask for the adapter up front: the adapter card, and the f16 choice, depend on it.
+        // The pools are fixed when the device starts: the URL's choice is taken at page load.
+        let pool = editor.config.with_untracked(|c| c.strategies.memory_pool);
+        leptos::task::spawn_local(async move {
+            session.gpu(pool).await;
+        });
+    }
 
     view! {
         <header>
@@ -110,8 +115,10 @@ pub fn App() -> impl IntoView {
                 <StrategiesPanel editor=editor adapter=live.adapter />
             </div>
             <div class="column run">
-                <RunControls editor=editor session=session lessons_running=lessons_running />
-                <TourLine tour=tour live=live config=editor.config />
+                {native.map(|_| view! { <NativeBanner live=live /> })}
+                <RunControls editor=editor session=session lessons_running=lessons_running native=native />
+                // The tour walks through the page's own runs, which wait beside a native one.
+                {native.is_none().then(|| view! { <TourLine tour=tour live=live config=editor.config /> })}
                 {move || live.error.get().map(|e| view! { <p class="error" id="run-error">{e}</p> })}
                 {move || live.device_lost.get().map(|m| view! { <p class="error" id="device-lost">{m}" "
                     <button id="reload" on:click=|_| crate::session::reload_page()>"Reload the page"</button></p> })}

@@ -13,6 +13,7 @@ mod format;
 mod hover;
 mod lessons;
 mod memory_charts;
+mod native_run;
 mod plan_panel;
 mod plan_worker;
 mod published;

@@ -3,7 +3,10 @@
 
 use leptos::prelude::*;
 
+use vramlab::engine::train::live::Control;
+
 use crate::editor::Editor;
+use crate::native_run::NativeRun;
 use crate::session::{Session, Status};
 
 #[component]
@@ -11,22 +14,46 @@ pub fn RunControls(
     editor: Editor,
     session: Session,
     lessons_running: RwSignal<bool>,
+    /// Set when the page watches a native run: the run's buttons act on it, and the page's own
+    /// runs wait.
+    native: Option<NativeRun>,
 ) -> impl IntoView {
     let live = session.live;
     let running = move || live.status.get().busy() || lessons_running.get();
+    // Nothing of the page's own starts beside a native run.
+    let own = move || running() || native.is_some();
     let start = move |_| session.start(editor.config.get_untracked(), true);
-    let pause = move |_| session.pause();
-    let resume = move |_| session.resume();
+    let pause = move |_| match native {
+        Some(native) => native.send(Control::Pause),
+        None => session.pause(),
+    };
+    let resume = move |_| match native {
+        Some(native) => native.send(Control::Resume),
+        None => session.resume(),
+    };
+    let stop = move |_| {
+        if let Some(native) = native {
+            native.send(Control::Stop);
+        }
+    };
+    let stoppable = move || {
+        let status = live.status.get();
+        status.busy() || status == Status::Paused
+    };
     let one_step = move |_| session.one_step(editor.config.get_untracked());
     let reset = move |_| session.reset();
     view! {
         <section class="panel controls">
-            <button id="start" class="primary" on:click=start disabled=running>"Start"</button>
+            <button id="start" class="primary" on:click=start disabled=own>"Start"</button>
             <button id="pause" on:click=pause disabled=move || !running()>"Pause"</button>
             <button id="resume" on:click=resume
                 disabled=move || live.status.get() != Status::Paused>"Resume"</button>
-            <button id="step" on:click=one_step disabled=running>"One step"</button>
-            <button id="reset" on:click=reset>"Reset"</button>
+            {native.map(|_| view! {
+                <button id="stop" title="end the native run after this step; it writes its files"
+                    on:click=stop disabled=move || !stoppable()>"Stop"</button>
+            })}
+            <button id="step" on:click=one_step disabled=own>"One step"</button>
+            <button id="reset" on:click=reset disabled=native.is_some()>"Reset"</button>
             <button id="pin" title="keep this run on the charts to compare with the next"
                 disabled=move || live.timeline.with(Option::is_none)
                 on:click=move |_| live.pinned.set(live.timeline.get_untracked())>"Pin for A/B"</button>

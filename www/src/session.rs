@@ -87,6 +87,8 @@ pub struct Live {
     /// Set once the GPU device is lost: what happened and how to recover. Never cleared: the
     /// page cannot have its device back without a reload.
     pub device_lost: RwSignal<Option<String>>,
+    /// The page watches a native run (`vramlab train --live`) instead of training its own.
+    pub native: RwSignal<bool>,
 }
 
 impl Live {
@@ -110,16 +112,17 @@ impl Live {
             trace: RwSignal::new(None),
             failed: RwSignal::new(None),
             device_lost: RwSignal::new(None),
+            native: RwSignal::new(false),
         }
     }
 
     /// The charts' steps drawn from a whole timeline's records (a run ended, or one imported).
-    fn draw_records(&self, records: &[StepRecord]) {
+    pub(crate) fn draw_records(&self, records: &[StepRecord]) {
         self.steps.set(chart_steps::of(records));
         self.last_step.set(records.last().cloned());
     }
 
-    fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.error.set(None);
         self.steps.set(Vec::new());
         self.last_step.set(None);
@@ -132,7 +135,7 @@ impl Live {
         self.failed.set(None);
     }
 
-    fn fail(&self, message: String) {
+    pub(crate) fn fail(&self, message: String) {
         self.error.set(Some(message));
         self.status.set(Status::Failed);
     }

@@ -30,7 +30,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Train one experiment and report its memory, loss and speed.
-    Train(TrainArgs),
+    Train(TrainCommand),
     /// Test every memory-saving tip: off and on, same seed, and a verdict from the measurements.
     Claims(ClaimsArgs),
     /// Find the largest batch whose training step and evaluation fit a --budget.
@@ -165,6 +165,31 @@ pub struct ConfigArgs {
     /// data.path=FILE.csv.
     #[arg(long, value_name = "FILE.csv")]
     pub data: Option<PathBuf>,
+}
+
+/// `train`: a run's arguments, and how to watch it on the page.
+#[derive(Args, Debug, Default)]
+pub struct TrainCommand {
+    #[command(flatten)]
+    pub run: TrainArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct LiveArgs {
+    /// Serve the page on the loopback and show this run there as it trains: the same charts as
+    /// a run in the browser, with Pause, Resume and Stop acting on this run. The address is
+    /// printed; nothing is opened. The files (--out) are written as without --live.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub live: bool,
+    /// The loopback port --live listens on (0: a free one).
+    #[arg(long, default_value_t = 8765, requires = "live")]
+    pub port: u16,
+    /// The built page --live serves (default: where `bash .ci/play` builds it,
+    /// $VRAMLAB_CACHE/dist).
+    #[arg(long, value_name = "DIR", requires = "live")]
+    pub page: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]

@@ -13,6 +13,7 @@ mod files;
 mod find_batch;
 mod fuzz;
 mod hub;
+mod live;
 mod plan;
 mod progress;
 mod report;
@@ -25,7 +26,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use vramlab::engine::{self, ConfigError, EngineError};
 
-use args::{ClaimsArgs, Cli, Command, TrainArgs};
+use args::{ClaimsArgs, Cli, Command, TrainArgs, TrainCommand};
 
 /// The system allocator, counting per thread: `vramlab fuzz` holds each parse to a bound.
 #[global_allocator]
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        None => train(&TrainArgs::default()),
+        None => train(&TrainCommand::default()),
         Some(Command::Train(args)) => train(&args),
         Some(Command::BenchSampling(args)) => bench_sampling(&args),
         Some(Command::BenchAnalytic(args)) => engine::device::planner()
@@ -186,7 +187,8 @@ fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {
     bench::sampling_cost(&gpu, &config)
 }
 
-fn train(args: &TrainArgs) -> anyhow::Result<()> {
+fn train(command: &TrainCommand) -> anyhow::Result<()> {
+    let TrainCommand { run: args, live } = command;
     let purpose = if args.dry_run {
         engine::Purpose::Plan
     } else {
@@ -199,6 +201,9 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
         // A plan would leave such a tensor out; a trial must not pass on that.
         engine::memory::largest::bindable(&config, &gpu.adapter)?;
         pollster::block_on(engine::plan::follow(config, &gpu, &mut |_| {}))
+    } else if live.live {
+        // The outer error is the server's (the page, the port), before any step.
+        live::train(config, &gpu, live, &progress)?
     } else {
         pollster::block_on(engine::train(config, &gpu, |outcome| {
             progress.update(outcome)

@@ -2,6 +2,7 @@
 
 pub mod adamw8bit;
 mod export;
+pub mod live;
 pub(crate) mod optimizer;
 mod pace;
 pub mod records;
