@@ -67,6 +67,47 @@ fn bad_config_exits_2_naming_the_field() {
 }
 
 #[test]
+fn live_refuses_a_missing_page_and_a_taken_port_naming_the_flag() {
+    let out = vramlab(&[
+        "train",
+        "--steps",
+        "1",
+        "--live",
+        "--page",
+        "/nonexistent/dist",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--page: /nonexistent/dist: no built page there (index.html is missing)"),
+        "{err}"
+    );
+
+    let page = std::env::temp_dir().join(format!("vramlab-live-page-{}", std::process::id()));
+    std::fs::create_dir_all(&page).unwrap();
+    std::fs::write(page.join("index.html"), "<!doctype html>").unwrap();
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let page_arg = page.to_str().unwrap();
+    let out = vramlab(&[
+        "train", "--steps", "1", "--live", "--port", &port, "--page", page_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!("--port: could not listen on 127.0.0.1:{port}")),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&page).unwrap();
+
+    // A plan has no run to watch; a port without --live is a mistake.
+    let out = vramlab(&["train", "--dry-run", "--live"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = vramlab(&["train", "--port", "9000"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn train_writes_the_timeline_files_and_a_json_summary() {
     let out_dir = std::env::temp_dir().join(format!("vramlab-cli-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);

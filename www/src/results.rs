@@ -35,9 +35,9 @@ pub fn Comparison(
     timeline: RwSignal<Option<Timeline>>,
 ) -> impl IntoView {
     move || {
-        let pinned = pinned.get()?;
-        let current = timeline.get();
-        let (a, b) = (pinned.summary, current.map(|t| t.summary));
+        // The summaries only: the runs' steps stay where they are.
+        let a = pinned.with(|p| p.as_ref().map(|p| p.summary.clone()))?;
+        let b = timeline.with(|t| t.as_ref().map(|t| t.summary.clone()));
         let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
         let ratio = |x: f64, y: Option<f64>| y.filter(|_| x > 0.0).map(|y| y / x);
         let mib_row = |name: &'static str, pick: fn(&Summary) -> u64| {
@@ -151,10 +151,8 @@ fn category_rows(pinned: Option<Categories>, now: Option<Categories>) -> Option<
 #[component]
 pub fn SummaryCard(timeline: RwSignal<Option<Timeline>>) -> impl IntoView {
     view! {
-        {move || timeline.get().map(|t| {
+        {move || timeline.with(|t| t.as_ref().map(|t| {
             let s = &t.summary;
-            let json = serde_json::to_string_pretty(&t).unwrap_or_default();
-            let table = t.to_csv();
             let loss = |l: Option<f32>| l.map_or("NaN".to_string(), |v| format!("{v:.4}"));
             view! {
                 <section class="panel" id="summary">
@@ -175,10 +173,21 @@ pub fn SummaryCard(timeline: RwSignal<Option<Timeline>>) -> impl IntoView {
                     <dl>
                     </dl>
                     {s.fallbacks.iter().map(|f| view! { <p class="note fallback">{f.to_string()}</p> }).collect_view()}
-                    <button id="export-json" on:click=move |_| download("vramlab-run.json", "application/json", &json)>"Export JSON"</button>
-                    <button id="export-csv" on:click=move |_| download("vramlab-run.csv", "text/csv", &table)>"Export CSV"</button>
+                    // Written when asked for: a long run's JSON is megabytes, and kept ready
+                    // it was the largest thing the page held (docs/performance.md, the soak).
+                    <button id="export-json" on:click=move |_| timeline.with_untracked(|t| {
+                        if let Some(t) = t {
+                            let json = serde_json::to_string_pretty(t).unwrap_or_default();
+                            download("vramlab-run.json", "application/json", &json);
+                        }
+                    })>"Export JSON"</button>
+                    <button id="export-csv" on:click=move |_| timeline.with_untracked(|t| {
+                        if let Some(t) = t {
+                            download("vramlab-run.csv", "text/csv", &t.to_csv());
+                        }
+                    })>"Export CSV"</button>
                 </section>
             }
-        })}
+        }))}
     }
 }

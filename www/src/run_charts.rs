@@ -45,15 +45,20 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                 },
             ]
         });
-        if let Some(pinned) = live.pinned.get() {
+        // Read in place: a pinned run's whole timeline is not copied on every redraw.
+        let pinned = live.pinned.with(|p| {
+            p.as_ref().map(|p| {
+                p.steps
+                    .iter()
+                    .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
+                    .collect()
+            })
+        });
+        if let Some(points) = pinned {
             series.push(Series {
                 name: "pinned: in use, high-water".into(),
                 color: "#7f7f7f",
-                points: pinned
-                    .steps
-                    .iter()
-                    .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
-                    .collect(),
+                points,
                 dashed: true,
             });
         }
@@ -102,15 +107,19 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                 dashed: false,
             },
         ];
-        if let Some(pinned) = live.pinned.get() {
+        let pinned = live.pinned.with(|p| {
+            p.as_ref().map(|p| {
+                p.steps
+                    .iter()
+                    .filter_map(|r| r.loss.map(|l| (r.step as f64, l as f64)))
+                    .collect()
+            })
+        });
+        if let Some(points) = pinned {
             series.push(Series {
                 name: "pinned: train".into(),
                 color: "#7f7f7f",
-                points: pinned
-                    .steps
-                    .iter()
-                    .filter_map(|r| r.loss.map(|l| (r.step as f64, l as f64)))
-                    .collect(),
+                points,
                 dashed: true,
             });
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use vramlab::engine::memory::StepTrace;
 use vramlab::engine::train::live::{Failed, Losses, PAGE_QUERY, Started, Stepped, event};
-use vramlab::engine::{EngineError, Gpu, Run, RunConfig, Timeline};
+use vramlab::engine::{ConfigError, EngineError, Gpu, Run, RunConfig, Timeline};
 
 use crate::args::LiveArgs;
 use crate::progress::Progress;
@@ -39,11 +39,16 @@ pub fn train(
 ) -> anyhow::Result<Result<Timeline, EngineError>> {
     let page = args.page.clone().unwrap_or_else(default_page);
     if !page.join("index.html").is_file() {
-        anyhow::bail!(
-            "--page {}: no built page there (index.html is missing): `bash .ci/play train --live \
-             ...` builds it first, or pass --page DIR with a page built by `.ci/build-page DIR`",
-            page.display()
-        );
+        return Err(ConfigError::invalid(
+            "--page",
+            format!(
+                "{}: no built page there (index.html is missing): `bash .ci/play train --live \
+                 ...` builds it first, or pass --page DIR with a page built by `.ci/build-page \
+                 DIR`",
+                page.display()
+            ),
+        )
+        .into());
     }
     let hub = Hub::new();
     let address = server::start(args.port, page, hub.clone())?;

@@ -9,8 +9,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use tiny_http::{Header, Method, Request, Response, Server};
+use vramlab::engine::ConfigError;
 use vramlab::engine::train::live::{CONTROL_PATH, Control, EVENTS_PATH};
 
 use super::hub::{Cursor, Hub};
@@ -24,8 +24,11 @@ const CONTROL_BYTES: u64 = 64;
 /// Listen on the loopback at `port` (0: a free one) and serve `page` and `hub` from a thread of
 /// its own; returns the address listened on.
 pub fn start(port: u16, page: PathBuf, hub: Arc<Hub>) -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).with_context(|| {
-        format!("--port {port}: could not listen on 127.0.0.1:{port} (pass another, or 0 for a free one)")
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).map_err(|err| {
+        ConfigError::invalid(
+            "--port",
+            format!("could not listen on 127.0.0.1:{port} ({err}): pass another port, or 0 for a free one"),
+        )
     })?;
     let address = listener.local_addr()?;
     let server = Server::from_listener(listener, None)
