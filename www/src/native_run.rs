@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 use vramlab::engine::memory::StepTrace;
 use vramlab::engine::presets::playground;
 use vramlab::engine::train::live::{
-    self, CONTROL_PATH, Control, EVENTS_PATH, Failed, Losses, Started, Stepped, event,
+    self, CONTROL_PATH, Control, EVENTS_PATH, Failed, Losses, RunState, Started, Stepped, event,
 };
 use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
 use wasm_bindgen::JsCast;
@@ -81,46 +81,13 @@ impl NativeRun {
     }
 
     fn listen(self, source: &web_sys::EventSource) {
-        let on = |name: &'static str, handle: Box<dyn Fn(&str)>| {
-            let closure = Closure::<dyn Fn(web_sys::MessageEvent)>::new(
-                move |message: web_sys::MessageEvent| {
-                    if let Some(data) = message.data().as_string() {
-                        handle(&data);
-                    }
-                },
-            );
-            let _ = source.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
-            // The stream lives as long as the page.
-            closure.forget();
-        };
-        on(
-            event::STARTED,
-            Box::new(move |data| self.read(data, Self::started)),
-        );
-        on(
-            event::STEP,
-            Box::new(move |data| self.read(data, Self::stepped)),
-        );
-        on(
-            event::LOSSES,
-            Box::new(move |data| self.read(data, Self::losses)),
-        );
-        on(
-            event::TRACE,
-            Box::new(move |data| self.read(data, Self::traced)),
-        );
-        on(
-            event::STATE,
-            Box::new(move |data| self.read(data, Self::state)),
-        );
-        on(
-            event::ENDED,
-            Box::new(move |data| self.read(data, Self::ended)),
-        );
-        on(
-            event::FAILED,
-            Box::new(move |data| self.read(data, Self::failed)),
-        );
+        self.on(source, event::STARTED, Self::started);
+        self.on(source, event::STEP, Self::stepped);
+        self.on(source, event::LOSSES, Self::losses);
+        self.on(source, event::TRACE, Self::traced);
+        self.on(source, event::STATE, Self::state);
+        self.on(source, event::ENDED, Self::ended);
+        self.on(source, event::FAILED, Self::failed);
         let live = self.live;
         let over = self.over;
         let closed = Closure::<dyn Fn()>::new(move || {
@@ -136,14 +103,26 @@ impl NativeRun {
         closed.forget();
     }
 
-    /// Parse an event's JSON and hand it on; a malformed event is named on the page.
-    fn read<T: serde::de::DeserializeOwned>(self, data: &str, then: fn(Self, T)) {
-        match serde_json::from_str(data) {
-            Ok(value) => then(self, value),
-            Err(err) => self.live.error.set(Some(format!(
-                "the native run sent an event the page cannot read: {err}"
-            ))),
-        }
+    /// Hand each `name` event's JSON, parsed, to `then`; a malformed event is named on the page.
+    fn on<T: serde::de::DeserializeOwned + 'static>(
+        self,
+        source: &web_sys::EventSource,
+        name: &str,
+        then: fn(Self, T),
+    ) {
+        let closure =
+            Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |message: web_sys::MessageEvent| {
+                let data = message.data().as_string().unwrap_or_default();
+                match serde_json::from_str(&data) {
+                    Ok(value) => then(self, value),
+                    Err(err) => self.live.error.set(Some(format!(
+                        "the native run sent an event the page cannot read: {err}"
+                    ))),
+                }
+            });
+        let _ = source.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref());
+        // The stream lives as long as the page.
+        closure.forget();
     }
 
     /// The run's first event (again after a reconnect: everything is replayed).
@@ -181,10 +160,10 @@ impl NativeRun {
         self.schedule();
     }
 
-    fn state(self, state: String) {
-        let status = match state.as_str() {
-            "paused" => Status::Paused,
-            _ => Status::Running,
+    fn state(self, state: RunState) {
+        let status = match state {
+            RunState::Paused => Status::Paused,
+            RunState::Running => Status::Running,
         };
         // Every step before the state is drawn with it: a page that says "paused" shows the
         // steps the run made before it paused.
@@ -199,14 +178,14 @@ impl NativeRun {
         self.close();
         self.pending.set_value(Pending::default());
         let live = self.live;
-        live.draw_records(&timeline.steps);
-        let done = timeline.steps.iter().filter(|s| s.loss.is_some()).count();
-        let now = now_ms();
-        live.completed_ms.update(|c| c.resize(done, now));
-        live.evals.set(timeline.evals.clone());
-        live.trace.set(timeline.one_step.clone());
-        live.timeline.set(Some(timeline));
-        live.status.set(Status::Finished);
+        live.stamp_completed(
+            timeline
+                .steps
+                .iter()
+                .take_while(|s| s.loss.is_some())
+                .count(),
+        );
+        live.show_finished(timeline);
     }
 
     fn failed(self, failed: Failed) {
@@ -264,13 +243,10 @@ impl NativeRun {
         if let Some(trace) = pending.trace {
             live.trace.set(Some(trace));
         }
-        let done = live
-            .steps
-            .with_untracked(|s| s.iter().take_while(|s| s.loss.is_some()).count());
-        if done > live.completed_ms.with_untracked(Vec::len) {
-            let now = now_ms();
-            live.completed_ms.update(|c| c.resize(done, now));
-        }
+        live.stamp_completed(
+            live.steps
+                .with_untracked(|s| s.iter().take_while(|s| s.loss.is_some()).count()),
+        );
     }
 
     /// Ask the native run to pause, resume or stop; its answer comes back as an event.

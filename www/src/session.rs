@@ -122,6 +122,24 @@ impl Live {
         self.last_step.set(records.last().cloned());
     }
 
+    /// Show a whole timeline as a finished run (one imported, or a native run's end).
+    pub(crate) fn show_finished(&self, timeline: Timeline) {
+        self.batch_size.set(timeline.config.batch_size);
+        self.draw_records(&timeline.steps);
+        self.evals.set(timeline.evals.clone());
+        self.trace.set(timeline.one_step.clone());
+        self.timeline.set(Some(timeline));
+        self.status.set(Status::Finished);
+    }
+
+    /// The first `completed` steps have their losses back: stamp those not yet stamped now.
+    pub(crate) fn stamp_completed(&self, completed: usize) {
+        if completed > self.completed_ms.with_untracked(Vec::len) {
+            let now = now_ms();
+            self.completed_ms.update(|c| c.resize(completed, now));
+        }
+    }
+
     pub(crate) fn clear(&self) {
         self.error.set(None);
         self.steps.set(Vec::new());
@@ -397,14 +415,7 @@ impl Session {
                 return live.fail(format!("import: could not read {}", file.name()));
             };
             match Timeline::from_json(&text.as_string().unwrap_or_default()) {
-                Ok(timeline) => {
-                    live.batch_size.set(timeline.config.batch_size);
-                    live.draw_records(&timeline.steps);
-                    live.evals.set(timeline.evals.clone());
-                    live.trace.set(timeline.one_step.clone());
-                    live.timeline.set(Some(timeline));
-                    live.status.set(Status::Finished);
-                }
+                Ok(timeline) => live.show_finished(timeline),
                 Err(err) => live.fail(format!(
                     "import: {} is not a vramlab run export ({err})",
                     file.name()
@@ -452,12 +463,8 @@ impl Session {
             steps.extend(records[from..].iter().map(ChartStep::from));
         });
         self.live.last_step.set(records.last().cloned());
-        let completed = records.iter().take_while(|s| s.loss.is_some()).count();
-        let stamped = self.live.completed_ms.with_untracked(Vec::len);
-        if completed > stamped {
-            let now = now_ms();
-            self.live.completed_ms.update(|c| c.resize(completed, now));
-        }
+        self.live
+            .stamp_completed(records.iter().take_while(|s| s.loss.is_some()).count());
         if let Some(trace) = self.undrawn_trace.try_update_value(Option::take).flatten() {
             self.live.trace.set(Some(trace));
         }

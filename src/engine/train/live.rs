@@ -30,7 +30,7 @@ pub mod event {
     /// A [`crate::engine::memory::StepTrace`]: the memory of the latest step (only the latest
     /// is kept for a tab that connects late).
     pub const TRACE: &str = "trace";
-    /// A [`super::Control`]'s state: `running` or `paused`.
+    /// [`super::RunState`]: what the page's last control left the run doing.
     pub const STATE: &str = "state";
     /// The run's whole timeline (what timeline.json holds): the run finished or was stopped.
     pub const ENDED: &str = "ended";
@@ -68,6 +68,14 @@ pub struct Failed {
     /// What the failed step recorded up to the failure (out of memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<StepTrace>,
+}
+
+/// Whether the run steps or waits for Resume (sent as `"running"` or `"paused"`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Running,
+    Paused,
 }
 
 /// What the page may ask of the run.

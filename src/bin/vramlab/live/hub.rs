@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use vramlab::engine::train::live::{Control, event};
+use vramlab::engine::train::live::{Control, RunState, event};
 
 /// One server-sent event, framed as it goes on the wire.
 pub type Frame = Arc<str>;
@@ -96,8 +96,12 @@ impl Hub {
                 state.paused = false;
             }
         }
-        let word = if state.paused { "paused" } else { "running" };
-        state.events.push(frame(event::STATE, &word));
+        let now = if state.paused {
+            RunState::Paused
+        } else {
+            RunState::Running
+        };
+        state.events.push(frame(event::STATE, &now));
         drop(state);
         self.changed.notify_all();
     }
