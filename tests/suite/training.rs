@@ -167,3 +167,66 @@ fn the_decision_grid_separates_the_circle_from_its_ring() {
     );
     assert!(grid.iter().all(|p| (0.0..=1.0).contains(p)));
 }
+
+/// The page drops a long run's records once its charts have drawn them (`Run::thin_records`,
+/// past the first `KEEP_RECORDS_WHOLE` steps): the summary, folded a record at a time, must come
+/// out as a whole run's, and the timeline must say which steps it left out.
+#[test]
+fn thinning_a_long_runs_records_changes_no_figure_of_its_summary() {
+    use vramlab::engine::train::{KEEP_RECORDS_WHOLE, Run, StepRange, StepRecord};
+    let (_lock, gpu) = gpu();
+    let steps = format!("steps={}", KEEP_RECORDS_WHOLE + 25);
+    let sets = [steps.as_str(), "eval_every=100"];
+    // The pools a run leaves reserved stay for the next: compare two runs after a first.
+    run(&gpu, config("circle-tiny", &sets));
+    let mut thinned = Run::new(config("circle-tiny", &sets), &gpu).unwrap();
+    while !thinned.is_finished() {
+        pollster::block_on(thinned.step()).unwrap();
+        // As the page does: drop what the charts have, every loss back.
+        let drawn = thinned
+            .records()
+            .iter()
+            .take_while(|r| r.loss.is_some())
+            .count();
+        let drawn = thinned
+            .records()
+            .get(drawn.saturating_sub(1))
+            .map_or(0, |r| r.step);
+        thinned.thin_records(drawn);
+    }
+    let thinned = pollster::block_on(thinned.finish()).unwrap();
+    let whole = run(&gpu, config("circle-tiny", &sets));
+
+    let left_out = StepRange {
+        first: KEEP_RECORDS_WHOLE + 1,
+        last: KEEP_RECORDS_WHOLE + 24,
+    };
+    assert_eq!(
+        thinned.steps_left_out,
+        Some(left_out),
+        "all but the last record past the cap"
+    );
+    assert_eq!(whole.steps_left_out, None);
+    // Wall times differ from run to run; everything else is the allocator's and the loss's.
+    let untimed = |records: &[StepRecord]| -> Vec<StepRecord> {
+        records
+            .iter()
+            .filter(|r| r.step < left_out.first || r.step > left_out.last)
+            .map(|r| StepRecord {
+                ms: 0.0,
+                ..r.clone()
+            })
+            .collect()
+    };
+    let (kept, all) = (untimed(&thinned.steps), untimed(&whole.steps));
+    assert_eq!(kept.len(), all.len());
+    // The first record that differs, not two thousand of them.
+    let differs = kept.iter().zip(&all).find(|(a, b)| a != b);
+    assert_eq!(differs, None, "the records kept are the whole run's");
+    assert_eq!(thinned.steps.len(), KEEP_RECORDS_WHOLE + 1);
+    let mut summary = thinned.summary.clone();
+    summary.median_step_ms = whole.summary.median_step_ms;
+    summary.first_step_ms = whole.summary.first_step_ms;
+    summary.completed_step_ms = whole.summary.completed_step_ms;
+    assert_eq!(summary, whole.summary);
+}

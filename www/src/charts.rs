@@ -14,7 +14,7 @@ pub const BOTTOM: f64 = 22.0;
 pub const TOP: f64 = 8.0;
 
 /// Points drawn per series at most.
-const MAX_POINTS: usize = 2000;
+pub const MAX_POINTS: usize = 2000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {

@@ -7,6 +7,7 @@ use vramlab::engine::format::mib;
 use vramlab::engine::memory::{Categories, MemoryPrediction, StepTrace};
 use vramlab::engine::phase::Phase;
 
+use crate::chart_steps::ChartStep;
 use crate::charts::{
     Axis, BOTTOM, H, LEFT, Marker, NO_RUN, Rule, TOP, W, empty_chart, legend_view, marker_view,
     rules_view, ticks_view,
@@ -97,7 +98,7 @@ pub fn CategoryChart(
     #[prop(into)] pinned: Signal<Vec<(f64, f64)>>,
 ) -> impl IntoView {
     let frame = Memo::new(move |_| {
-        let stacks = thin_steps(stacks.get(), 1000);
+        let stacks = thin_steps(stacks.get());
         let predicted = predicted.get();
         let rules = rules.get();
         let marker = marker.get();
@@ -259,18 +260,39 @@ fn last_total(stacks: &[Stack]) -> String {
         .map_or(String::new(), |s| format!("{:.4}", s.total()))
 }
 
-/// At most `max` stacks, evenly picked, the last always kept.
-fn thin_steps(stacks: Vec<Stack>, max: usize) -> Vec<Stack> {
-    if stacks.len() <= max {
+/// Stacks drawn at most.
+const MAX_STACKS: usize = 1000;
+
+/// Whether the `index`th of `len` stacks is drawn: at most [`MAX_STACKS`], evenly picked, the
+/// last always kept.
+fn drawn(index: usize, len: usize) -> bool {
+    len <= MAX_STACKS || index.is_multiple_of(len.div_ceil(MAX_STACKS)) || index + 1 == len
+}
+
+/// The stacks the chart draws.
+fn thin_steps(stacks: Vec<Stack>) -> Vec<Stack> {
+    let len = stacks.len();
+    if len <= MAX_STACKS {
         return stacks;
     }
-    let every = stacks.len().div_ceil(max);
-    let last = stacks.len() - 1;
     stacks
         .into_iter()
         .enumerate()
-        .filter(|(i, _)| i % every == 0 || *i == last)
+        .filter(|(i, _)| drawn(*i, len))
         .map(|(_, s)| s)
+        .collect()
+}
+
+/// The stacks the chart draws of `steps` (those with categories), picked before they are made:
+/// a long run's redraw does not make one for every step only to thin them.
+pub fn stacks_of(steps: &[ChartStep]) -> Vec<Stack> {
+    let len = steps.iter().filter(|s| s.categories.is_some()).count();
+    steps
+        .iter()
+        .filter_map(|s| s.categories.map(|c| (s.step, c)))
+        .enumerate()
+        .filter(|(i, _)| drawn(*i, len))
+        .map(|(_, (step, categories))| Stack::of(step, &categories))
         .collect()
 }
 

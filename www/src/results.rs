@@ -8,6 +8,7 @@ use vramlab::engine::phase::Phase;
 use vramlab::engine::train::{Summary, Timeline};
 
 use crate::browser::download;
+use crate::session::Pinned;
 
 /// The most bytes in use over the training steps' phases (the evaluation left out).
 fn training_high_water(summary: &Summary) -> u64 {
@@ -31,7 +32,7 @@ fn completed(summary: &Summary) -> String {
 /// The pinned run beside the current one: the differences that matter.
 #[component]
 pub fn Comparison(
-    pinned: RwSignal<Option<Timeline>>,
+    pinned: RwSignal<Option<Pinned>>,
     timeline: RwSignal<Option<Timeline>>,
 ) -> impl IntoView {
     move || {

@@ -5,12 +5,12 @@ use leptos::prelude::*;
 use vramlab::engine::RunConfig;
 use vramlab::engine::format::mib;
 use vramlab::engine::phase::Phase;
-use vramlab::engine::plot::steps_per_second;
+use vramlab::engine::plot::{steps_per_second, thin, thin_by};
 use vramlab::engine::train::LOSS_READBACK_EVERY;
 
 use crate::chart_steps::ChartStep;
-use crate::charts::{LineChart, Marker, NO_RUN, PhaseBar, PhaseBars, Rule, Series};
-use crate::memory_charts::{CategoryChart, OneStepChart, Stack, predicted_stack};
+use crate::charts::{LineChart, MAX_POINTS, Marker, NO_RUN, PhaseBar, PhaseBars, Rule, Series};
+use crate::memory_charts::{CategoryChart, OneStepChart, predicted_stack, stacks_of};
 use crate::session::Live;
 
 /// The run's charts, the memory chart first: it is the one the first screen must show.
@@ -18,11 +18,10 @@ use crate::session::Live;
 pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
     let memory = Signal::derive(move || {
         let mut series = live.steps.with(|steps| {
+            // Thinned as the chart thins, from the steps: no full-length copy each redraw.
             let pick = |f: fn(&ChartStep) -> u64| {
-                steps
-                    .iter()
-                    .map(|s| (s.step as f64, mib(f(s))))
-                    .collect::<Vec<_>>()
+                let point = |i: usize| (steps[i].step as f64, mib(f(&steps[i])));
+                thin_by(steps.len(), point, MAX_POINTS)
             };
             vec![
                 Series {
@@ -50,7 +49,7 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
             p.as_ref().map(|p| {
                 p.steps
                     .iter()
-                    .map(|s| (s.step as f64, mib(s.high_water.in_use_bytes)))
+                    .map(|s| (s.step as f64, mib(s.high_water_in_use_bytes)))
                     .collect()
             })
         });
@@ -142,7 +141,8 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                     .collect::<Vec<_>>()
             }))
             .collect();
-        let steps_per_s = steps_per_second(&done, THROUGHPUT_WINDOW);
+        // Thinned before the samples' copy is made (the chart's own thinning then keeps all).
+        let steps_per_s = thin(&steps_per_second(&done, THROUGHPUT_WINDOW), MAX_POINTS);
         vec![
             Series {
                 name: format!("steps/s (over {THROUGHPUT_WINDOW} steps)"),
@@ -169,20 +169,13 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
             })
         })
     });
-    let stacks = Signal::derive(move || {
-        live.steps.with(|steps| {
-            steps
-                .iter()
-                .filter_map(|s| s.categories.map(|c| Stack::of(s.step, &c)))
-                .collect::<Vec<_>>()
-        })
-    });
+    let stacks = Signal::derive(move || live.steps.with(|steps| stacks_of(steps)));
     let predicted =
         Signal::derive(move || live.prediction.with(|p| p.as_ref().map(predicted_stack)));
     let pinned_totals = Signal::derive(move || {
         live.pinned.with(|pinned| {
-            pinned.as_ref().map_or(Vec::new(), |t| {
-                t.steps
+            pinned.as_ref().map_or(Vec::new(), |p| {
+                p.steps
                     .iter()
                     .filter_map(|s| s.categories.map(|c| (s.step as f64, mib(c.total()))))
                     .collect()

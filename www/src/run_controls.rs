@@ -56,7 +56,7 @@ pub fn RunControls(
             <button id="reset" on:click=reset disabled=native.is_some()>"Reset"</button>
             <button id="pin" title="keep this run on the charts to compare with the next"
                 disabled=move || live.timeline.with(Option::is_none)
-                on:click=move |_| live.pinned.set(live.timeline.get_untracked())>"Pin for A/B"</button>
+                on:click=move |_| live.pin()>"Pin for A/B"</button>
             <button id="unpin" disabled=move || live.pinned.with(Option::is_none)
                 on:click=move |_| live.pinned.set(None)>"Unpin"</button>
             <button id="plan" title="what the allocator would hold for this config, without running it"

@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use vramlab::engine::config::MemoryPool;
 use vramlab::engine::memory::{MemoryPrediction, StepTrace};
-use vramlab::engine::train::{EvalRecord, StepRecord, Timeline};
+use vramlab::engine::train::{EvalRecord, StepRecord, Summary, Timeline};
 use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire_with};
 use wasm_bindgen::JsCast;
 
@@ -53,6 +53,14 @@ impl Status {
     }
 }
 
+/// A finished run pinned for A/B: its summary for the table, its steps as the charts drew them
+/// (a long run's timeline leaves out records the charts had: `Run::thin_records`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pinned {
+    pub summary: Summary,
+    pub steps: Vec<ChartStep>,
+}
+
 /// Everything the page shows about the current run.
 #[derive(Clone, Copy)]
 pub struct Live {
@@ -79,7 +87,7 @@ pub struct Live {
     /// The model's decision boundary on the 2-D sets, refreshed at each evaluation.
     pub grid: RwSignal<Option<Grid>>,
     /// A finished run kept for comparison with the next (A/B).
-    pub pinned: RwSignal<Option<Timeline>>,
+    pub pinned: RwSignal<Option<Pinned>>,
     /// The memory of the latest step drawn.
     pub trace: RwSignal<Option<StepTrace>>,
     /// What a step that ran out of memory recorded up to the failure.
@@ -130,6 +138,41 @@ impl Live {
         self.trace.set(timeline.one_step.clone());
         self.timeline.set(Some(timeline));
         self.status.set(Status::Finished);
+    }
+
+    /// Take into the charts what `records` (a run's kept records, in step order) has that they
+    /// do not have final yet: losses come back in groups, so from the first step still without
+    /// one. Returns how many steps from the first the charts now have final (losses back): the
+    /// run may drop those records (`Run::thin_records`), since the charts keep what they draw.
+    pub(crate) fn take_records(&self, records: &[StepRecord]) -> usize {
+        let mut done = 0;
+        self.steps.update(|steps| {
+            let from = steps
+                .iter()
+                .position(|s| s.loss.is_none())
+                .unwrap_or(steps.len());
+            steps.truncate(from);
+            let first_new = records.partition_point(|r| r.step <= from);
+            steps.extend(records[first_new..].iter().map(ChartStep::from));
+            done = steps[from..]
+                .iter()
+                .position(|s| s.loss.is_none())
+                .map_or(steps.len(), |undone| from + undone);
+        });
+        self.last_step.set(records.last().cloned());
+        self.stamp_completed(done);
+        done
+    }
+
+    /// Keep the finished run for comparison with the next.
+    pub(crate) fn pin(&self) {
+        let summary = self
+            .timeline
+            .with_untracked(|t| t.as_ref().map(|t| t.summary.clone()));
+        self.pinned.set(summary.map(|summary| Pinned {
+            summary,
+            steps: self.steps.get_untracked(),
+        }));
     }
 
     /// The first `completed` steps have their losses back: stamp those not yet stamped now.
@@ -433,7 +476,7 @@ impl Session {
         }
         // Paused: show the steps the throttle held back.
         if self.current(generation) {
-            self.run.with_value(|run| {
+            self.run.update_value(|run| {
                 if let Some(run) = run {
                     self.redraw(run);
                 }
@@ -449,22 +492,12 @@ impl Session {
         }
     }
 
-    /// Hand the charts the records of the steps since the last redraw.
-    fn redraw(self, run: &Run) {
-        // Losses arrive in grouped readbacks: refresh from the first step still without one,
-        // rather than copying every record every time.
-        let records = run.records();
-        self.live.steps.update(|steps| {
-            let from = steps
-                .iter()
-                .position(|s| s.loss.is_none())
-                .unwrap_or(steps.len());
-            steps.truncate(from);
-            steps.extend(records[from..].iter().map(ChartStep::from));
-        });
-        self.live.last_step.set(records.last().cloned());
-        self.live
-            .stamp_completed(records.iter().take_while(|s| s.loss.is_some()).count());
+    /// Hand the charts the records of the steps since the last redraw, and let the run drop
+    /// those the charts now keep (past its first `KEEP_RECORDS_WHOLE`): the page holds one copy
+    /// of a long run's steps, not two.
+    fn redraw(self, run: &mut Run) {
+        let drawn = self.live.take_records(run.records());
+        run.thin_records(drawn);
         if let Some(trace) = self.undrawn_trace.try_update_value(Option::take).flatten() {
             self.live.trace.set(Some(trace));
         }
@@ -489,7 +522,7 @@ impl Session {
                 self.undrawn_trace.set_value(Some(outcome.trace));
                 let due = now - self.last_redraw_ms.get_value() >= REDRAW_EVERY_MS;
                 if redraw_now || due || outcome.eval.is_some() || run.is_finished() {
-                    self.redraw(&run);
+                    self.redraw(&mut run);
                 }
                 if let Some(eval) = outcome.eval {
                     live.evals.update(|e| e.push(eval));
@@ -508,7 +541,7 @@ impl Session {
             Err(err) => {
                 // The run is dropped with its tensors; the device stays usable for the next one.
                 // The charts keep what the failed step recorded.
-                self.redraw(&run);
+                self.redraw(&mut run);
                 let err = device_lost_or(err).await;
                 if !self.current(generation) {
                     return false;
@@ -531,7 +564,8 @@ impl Session {
             }
             match finished {
                 Ok(timeline) => {
-                    live.draw_records(&timeline.steps);
+                    // Merged, not redrawn: the timeline leaves out records the charts have.
+                    live.take_records(&timeline.steps);
                     live.timeline.set(Some(timeline));
                     live.status.set(Status::Finished);
                 }

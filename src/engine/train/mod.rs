@@ -11,6 +11,8 @@ mod runner;
 mod tap;
 mod trainer;
 
-pub use records::{EvalRecord, KeptBytes, PredictedBytes, StepRecord, Summary, Timeline};
-pub use run::{LOSS_READBACK_EVERY, Run, StepOutcome, train};
+pub use records::{
+    EvalRecord, KeptBytes, PredictedBytes, StepRange, StepRecord, Summary, Timeline,
+};
+pub use run::{KEEP_RECORDS_WHOLE, LOSS_READBACK_EVERY, Run, StepOutcome, train};
 pub use runner::{InProcess, RunOutcome, Runner};

@@ -241,46 +241,82 @@ pub(crate) struct Measured {
     pub paged_high_water_bytes: u64,
 }
 
+/// What the summary needs of the step records, folded one record at a time in step order. A run
+/// folds each record once it is final (its loss read back, its evaluation added), so a front may
+/// drop records it has drawn (`Run::thin_records`) without changing any figure of the summary.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StepFigures {
+    steps: usize,
+    by_phase: BTreeMap<Phase, u64>,
+    high_water_by_phase: BTreeMap<Phase, u64>,
+    high_water: HighWater,
+    peak: MemoryReading,
+    most_reserved: MemoryReading,
+    first_loss: Option<f32>,
+    final_loss: Option<f32>,
+    /// The training step with the highest high-water mark by category (the last of equals).
+    highest: Option<(Categories, Option<Categories>)>,
+    first_step_ms: f64,
+    /// Every step's `ms` but the first's (8 bytes a step), for the median.
+    later_ms: Vec<f64>,
+}
+
+impl StepFigures {
+    /// Fold the next step's final record.
+    pub(crate) fn add(&mut self, record: &StepRecord) {
+        self.steps += 1;
+        self.high_water = self.high_water.max(record.high_water);
+        for (&phase, mark) in &record.phase_high_water {
+            let slot = self.high_water_by_phase.entry(phase).or_default();
+            *slot = (*slot).max(mark.in_use_bytes);
+        }
+        for (&phase, &reading) in &record.phases {
+            let slot = self.by_phase.entry(phase).or_default();
+            *slot = (*slot).max(reading.in_use_bytes);
+            self.peak = self.peak.max(reading);
+            if reading.reserved_bytes > self.most_reserved.reserved_bytes {
+                self.most_reserved = reading;
+            }
+        }
+        if let Some(loss) = record.loss {
+            self.first_loss.get_or_insert(loss);
+            self.final_loss = Some(loss);
+        }
+        if let Some(categories) = record.categories {
+            // `>=`: the last of equal totals, as `Iterator::max_by_key` picks.
+            if self
+                .highest
+                .is_none_or(|(best, _)| categories.total() >= best.total())
+            {
+                self.highest = Some((categories, record.category_sizes));
+            }
+        }
+        if self.steps == 1 {
+            self.first_step_ms = record.ms;
+        } else {
+            self.later_ms.push(record.ms);
+        }
+    }
+}
+
 impl Summary {
     pub(crate) fn build(
         config: &RunConfig,
         adapter: &AdapterInfo,
         prediction: &MemoryPrediction,
-        steps: &[StepRecord],
+        figures: &StepFigures,
         evals: &[EvalRecord],
         measured: Measured,
     ) -> Self {
-        let mut by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
-        let mut high_water_by_phase: BTreeMap<Phase, u64> = BTreeMap::new();
-        let mut high_water = HighWater::default();
-        let mut peak = MemoryReading::default();
-        let mut most_reserved = MemoryReading::default();
-        for record in steps {
-            high_water = high_water.max(record.high_water);
-            for (&phase, mark) in &record.phase_high_water {
-                let slot = high_water_by_phase.entry(phase).or_default();
-                *slot = (*slot).max(mark.in_use_bytes);
-            }
-            for (&phase, &reading) in &record.phases {
-                let slot = by_phase.entry(phase).or_default();
-                *slot = (*slot).max(reading.in_use_bytes);
-                peak = peak.max(reading);
-                if reading.reserved_bytes > most_reserved.reserved_bytes {
-                    most_reserved = reading;
-                }
-            }
-        }
+        let most_reserved = figures.most_reserved;
+        let peak = figures.peak;
+        let high_water = figures.high_water;
         let unused_reserved_fraction = if most_reserved.reserved_bytes == 0 {
             0.0
         } else {
             1.0 - most_reserved.in_use_bytes as f64 / most_reserved.reserved_bytes as f64
         };
-        let losses: Vec<f32> = steps.iter().filter_map(|r| r.loss).collect();
         let last_eval = evals.last();
-        let highest = steps
-            .iter()
-            .filter(|record| record.categories.is_some())
-            .max_by_key(|record| record.categories.map_or(0, |categories| categories.total()));
         let params = measured.report.params.unwrap_or(ParamCounts {
             model: prediction.param_count,
             trainable: prediction.param_count,
@@ -292,15 +328,15 @@ impl Summary {
             params: params.model,
             trainable_params: params.trainable,
             adapter_params: params.adapters,
-            steps: steps.len(),
-            first_loss: losses.first().copied(),
-            final_loss: losses.last().copied(),
+            steps: figures.steps,
+            first_loss: figures.first_loss,
+            final_loss: figures.final_loss,
             eval_accuracy: last_eval.map(|e| e.accuracy),
             eval_loss: last_eval.map(|e| e.loss),
             peak_in_use_bytes: peak.in_use_bytes,
             high_water_in_use_bytes: high_water.in_use_bytes,
             high_water_reserved_bytes: high_water.reserved_bytes,
-            high_water_in_use_by_phase: high_water_by_phase,
+            high_water_in_use_by_phase: figures.high_water_by_phase.clone(),
             high_water_is: if measured.launches_watched {
                 "the allocator read at every kernel launch and check point (misses only an \
                  allocation freed before any later launch)"
@@ -313,7 +349,7 @@ impl Summary {
             unused_reserved_fraction,
             paged_high_water_bytes: measured.paged_high_water_bytes,
             baseline_in_use_bytes: measured.baseline.in_use_bytes,
-            peak_in_use_by_phase: by_phase,
+            peak_in_use_by_phase: figures.by_phase.clone(),
             predicted_peak_bytes: prediction.peak,
             predicted: PredictedBytes {
                 params: prediction.params,
@@ -321,9 +357,9 @@ impl Summary {
                 optimizer_state: prediction.optimizer_state,
                 activations: prediction.activations,
             },
-            median_step_ms: median(steps.iter().skip(1).map(|r| r.ms)),
+            median_step_ms: median(figures.later_ms.iter().copied()),
             completed_step_ms: measured.completed_step_ms,
-            first_step_ms: steps.first().map_or(0.0, |r| r.ms),
+            first_step_ms: figures.first_step_ms,
             memory_sampling: config.memory_sampling,
             peak_is: match config.memory_sampling {
                 MemorySampling::Phase => "largest allocator reading after each phase of each step",
@@ -339,8 +375,8 @@ impl Summary {
             weight_bytes: measured.weight_bytes,
             eval_weight_bytes: measured.report.eval_weight_bytes,
             quantized: measured.report.quantized,
-            high_water_by_category: highest.and_then(|record| record.categories),
-            category_sizes: highest.and_then(|record| record.category_sizes),
+            high_water_by_category: figures.highest.map(|(categories, _)| categories),
+            category_sizes: figures.highest.and_then(|(_, sizes)| sizes),
             kept_by_op: measured
                 .kept_by_op
                 .into_iter()
@@ -366,13 +402,25 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// Steps `first..=last`, 1-based.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StepRange {
+    pub first: usize,
+    pub last: usize,
+}
+
 /// Everything a finished run leaves: what timeline.json holds.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Timeline {
     pub summary: Summary,
     pub config: RunConfig,
     pub predicted_layers: Vec<crate::engine::memory::LayerEstimate>,
+    /// The steps' records, but for those in `steps_left_out`.
     pub steps: Vec<StepRecord>,
+    /// Steps whose records the page dropped once its charts had drawn them (`Run::thin_records`,
+    /// runs past [`crate::engine::train::KEEP_RECORDS_WHOLE`] steps); the summary counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_left_out: Option<StepRange>,
     pub evals: Vec<EvalRecord>,
     /// The memory of the last step (its evaluation included), at most
     /// [`crate::engine::memory::trace::MAX_TRACE_POINTS`] points.

@@ -20,7 +20,7 @@ use crate::engine::suggest;
 use crate::engine::validate::Purpose;
 
 use super::pace::Pace;
-use super::records::{EvalRecord, StepRecord, Timeline};
+use super::records::{EvalRecord, StepFigures, StepRecord, Timeline};
 use super::trainer::{Context, Trainer};
 
 mod evaluation;
@@ -30,6 +30,10 @@ mod setup;
 /// Losses are read back in groups of this many steps: a readback waits for the device, and
 /// waiting every step would serialise the host and the GPU.
 pub const LOSS_READBACK_EVERY: usize = 10;
+
+/// A run keeps the records of its first this many steps whatever a front drops
+/// ([`Run::thin_records`]): a long run's export still has its start whole.
+pub const KEEP_RECORDS_WHOLE: usize = 1_000;
 
 /// What a call to [`Run::step`] did.
 #[derive(Clone, Debug)]
@@ -55,7 +59,13 @@ pub struct Run {
     carried_in_use: u64,
     /// The memory of the last step.
     last_trace: Option<StepTrace>,
+    /// The records kept: every step's, but for the `left_out` after the first
+    /// [`KEEP_RECORDS_WHOLE`].
     steps: Vec<StepRecord>,
+    left_out: usize,
+    /// The records folded so far (the first `folded` steps'), for the summary.
+    figures: StepFigures,
+    folded: usize,
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
     pace: Pace,
@@ -89,15 +99,59 @@ impl Run {
     }
 
     pub fn steps_done(&self) -> usize {
-        self.steps.len()
+        self.steps.len() + self.left_out
     }
 
     pub fn is_finished(&self) -> bool {
-        self.steps.len() >= self.ctx.config.steps
+        self.steps_done() >= self.ctx.config.steps
     }
 
+    /// The records kept, in step order: every step's unless [`Run::thin_records`] dropped some.
     pub fn records(&self) -> &[StepRecord] {
         &self.steps
+    }
+
+    /// Drop the records of the steps after the first [`KEEP_RECORDS_WHOLE`] through
+    /// `through_step`, for a front that has drawn them and keeps what it draws: the page, whose
+    /// long runs would otherwise hold every record twice. Only records already folded into the
+    /// summary's figures go, and never the last (the phase bars read it), so the summary and the
+    /// last step are what they would have been; the timeline names the steps left out.
+    pub fn thin_records(&mut self, through_step: usize) {
+        let last = through_step
+            .min(self.folded)
+            .min(self.steps_done().saturating_sub(1));
+        let first = KEEP_RECORDS_WHOLE + self.left_out + 1;
+        if last >= first {
+            let count = last - first + 1;
+            self.steps
+                .drain(KEEP_RECORDS_WHOLE..KEEP_RECORDS_WHOLE + count);
+            self.left_out += count;
+        }
+    }
+
+    /// Where step `step`'s record is in `steps`; `None` once thinned.
+    fn index_of(&self, step: usize) -> Option<usize> {
+        let index = step - 1;
+        if index < KEEP_RECORDS_WHOLE {
+            Some(index)
+        } else {
+            index
+                .checked_sub(self.left_out)
+                .filter(|&kept| kept >= KEEP_RECORDS_WHOLE)
+        }
+    }
+
+    /// Fold the records of the steps through `step` (their losses back, their evaluations
+    /// added) into the summary's figures. The unfolded records are the last ones kept: records
+    /// are thinned only once folded.
+    fn fold_through(&mut self, step: usize) {
+        let unfolded = self.steps_done() - self.folded;
+        let from = self.steps.len() - unfolded;
+        let count = step.saturating_sub(self.folded).min(unfolded);
+        for record in &self.steps[from..from + count] {
+            self.figures.add(record);
+        }
+        self.folded += count;
     }
 
     /// The data set the run trains on (host copies; the page draws the 2-D sets).
@@ -109,7 +163,7 @@ impl Run {
     /// when one is due. Readings follow `memory_sampling`. Out of memory under the `budget`
     /// leaves the run as it was before the step (the model is kept, the step's tensors freed).
     pub async fn step(&mut self) -> Result<StepOutcome, EngineError> {
-        let step = self.steps.len() + 1;
+        let step = self.steps_done() + 1;
         let result = self.advance(step).await;
         let purpose = if self.ctx.plan {
             Purpose::Plan
@@ -160,19 +214,24 @@ impl Run {
         let eval = if eval_due {
             let (eval, with_eval) = self.evaluate(step).await?;
             trace = with_eval;
-            self.steps[step - 1].add_eval(eval.memory, eval.high_water);
+            if let Some(record) = self.steps.last_mut() {
+                record.add_eval(eval.memory, eval.high_water);
+            }
             self.evals.push(eval.clone());
             Some(eval)
         } else {
             None
         };
         if read_back {
+            // Every record through this step is final now: losses back, evaluation added.
+            self.fold_through(step);
             self.pace.restart(step);
         }
         let trace = trace.capped(MAX_TRACE_POINTS);
         self.last_trace = Some(trace.clone());
         Ok(StepOutcome {
-            record: self.steps[step - 1].clone(),
+            // The step's record is the last kept: the last record is never thinned.
+            record: self.steps[self.steps.len() - 1].clone(),
             eval,
             latest_loss: self.latest_loss,
             trace,
@@ -193,7 +252,10 @@ impl Run {
             return Ok(());
         }
         for (index, loss) in self.trainer.read_back_losses().await? {
-            self.steps[index].loss = Some(loss);
+            // Pending losses belong to unfolded records, which are never thinned.
+            if let Some(kept) = self.index_of(index + 1) {
+                self.steps[kept].loss = Some(loss);
+            }
             self.latest_loss = Some(loss);
         }
         Ok(())

@@ -21,7 +21,9 @@ impl Run {
         let done = self.trainer.evaluate(&mut self.ctx).await?;
         let memory = self.ctx.meter.take_step();
         let high_water = memory.step_high_water;
-        let carried = self.steps[step - 1].categories.unwrap_or(Categories {
+        // The step's record is the last kept (the last record is never thinned).
+        let carried = self.steps.last().and_then(|record| record.categories);
+        let carried = carried.unwrap_or(Categories {
             parameter: self.setup.parameter,
             ..Categories::default()
         });

@@ -3,15 +3,16 @@
 
 use crate::engine::error::EngineError;
 use crate::engine::memory::sampler;
-use crate::engine::train::records::{Measured, Summary, Timeline};
+use crate::engine::train::records::{Measured, StepRange, Summary, Timeline};
 use crate::engine::train::trainer::Context;
 
-use super::Run;
+use super::{KEEP_RECORDS_WHOLE, Run};
 
 impl Run {
     /// Read back any losses still pending and derive the summary.
     pub async fn finish(mut self) -> Result<Timeline, EngineError> {
         self.read_back_losses().await?;
+        self.fold_through(self.steps_done());
         let activation_layers_in_use = self.trainer.probe_activations(&mut self.ctx).await?;
         let kept_by_op = self.trainer.probe_kept_by_op(&mut self.ctx).await?;
         let launches_watched = self.ctx.meter.watches_launches();
@@ -27,7 +28,7 @@ impl Run {
             &config,
             &gpu.adapter,
             &self.prediction,
-            &self.steps,
+            &self.figures,
             &self.evals,
             Measured {
                 report: hooks.report(),
@@ -46,6 +47,10 @@ impl Run {
             predicted_layers: self.prediction.layers,
             config,
             steps: self.steps,
+            steps_left_out: (self.left_out > 0).then(|| StepRange {
+                first: KEEP_RECORDS_WHOLE + 1,
+                last: KEEP_RECORDS_WHOLE + self.left_out,
+            }),
             evals: self.evals,
             one_step: self.last_trace,
             expert_load: self.routing.map(|(routing, top_k)| routing.load(top_k)),

@@ -17,6 +17,7 @@ use crate::engine::phase::Phase;
 use crate::engine::strategies::{Hooks, Setup};
 use crate::engine::suggest;
 use crate::engine::train::pace::Pace;
+use crate::engine::train::records::StepFigures;
 use crate::engine::train::trainer::{Context, Trainer};
 use crate::engine::validate::Purpose;
 
@@ -114,6 +115,9 @@ impl Run {
             carried_in_use: setup.in_use,
             last_trace: None,
             steps: Vec::new(),
+            left_out: 0,
+            figures: StepFigures::default(),
+            folded: 0,
             evals: Vec::new(),
             latest_loss: None,
             pace: Pace::default(),
