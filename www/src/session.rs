@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use vramlab::engine::config::MemoryPool;
 use vramlab::engine::memory::{MemoryPrediction, StepTrace};
-use vramlab::engine::train::{EvalRecord, StepRecord, Summary, Timeline};
+use vramlab::engine::train::{EvalRecord, KEEP_RECORDS_WHOLE, StepRecord, Summary, Timeline};
 use vramlab::engine::{AdapterInfo, EngineError, Gpu, Run, RunConfig, acquire_with};
 use wasm_bindgen::JsCast;
 
@@ -493,11 +493,11 @@ impl Session {
     }
 
     /// Hand the charts the records of the steps since the last redraw, and let the run drop
-    /// those the charts now keep (past its first `KEEP_RECORDS_WHOLE`): the page holds one copy
+    /// those the charts now keep (past its first [`KEEP_RECORDS_WHOLE`]): the page holds one copy
     /// of a long run's steps, not two.
     fn redraw(self, run: &mut Run) {
         let drawn = self.live.take_records(run.records());
-        run.thin_records(drawn);
+        run.thin_records(KEEP_RECORDS_WHOLE, drawn);
         if let Some(trace) = self.undrawn_trace.try_update_value(Option::take).flatten() {
             self.live.trace.set(Some(trace));
         }

@@ -409,6 +409,13 @@ pub struct StepRange {
     pub last: usize,
 }
 
+impl StepRange {
+    /// How many steps the range holds.
+    pub fn count(&self) -> usize {
+        self.last + 1 - self.first
+    }
+}
+
 /// Everything a finished run leaves: what timeline.json holds.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Timeline {

@@ -20,7 +20,7 @@ use crate::engine::suggest;
 use crate::engine::validate::Purpose;
 
 use super::pace::Pace;
-use super::records::{EvalRecord, StepFigures, StepRecord, Timeline};
+use super::records::{EvalRecord, StepFigures, StepRange, StepRecord, Timeline};
 use super::trainer::{Context, Trainer};
 
 mod evaluation;
@@ -31,7 +31,7 @@ mod setup;
 /// waiting every step would serialise the host and the GPU.
 pub const LOSS_READBACK_EVERY: usize = 10;
 
-/// A run keeps the records of its first this many steps whatever a front drops
+/// The page keeps the records of a run's first this many steps whatever its charts have drawn
 /// ([`Run::thin_records`]): a long run's export still has its start whole.
 pub const KEEP_RECORDS_WHOLE: usize = 1_000;
 
@@ -59,10 +59,9 @@ pub struct Run {
     carried_in_use: u64,
     /// The memory of the last step.
     last_trace: Option<StepTrace>,
-    /// The records kept: every step's, but for the `left_out` after the first
-    /// [`KEEP_RECORDS_WHOLE`].
+    /// The records kept: every step's, but for those `left_out` ([`Run::thin_records`]).
     steps: Vec<StepRecord>,
-    left_out: usize,
+    left_out: Option<StepRange>,
     /// The records folded so far (the first `folded` steps'), for the summary.
     figures: StepFigures,
     folded: usize,
@@ -99,7 +98,7 @@ impl Run {
     }
 
     pub fn steps_done(&self) -> usize {
-        self.steps.len() + self.left_out
+        self.steps.len() + self.left_out.map_or(0, |range| range.count())
     }
 
     pub fn is_finished(&self) -> bool {
@@ -111,33 +110,34 @@ impl Run {
         &self.steps
     }
 
-    /// Drop the records of the steps after the first [`KEEP_RECORDS_WHOLE`] through
-    /// `through_step`, for a front that has drawn them and keeps what it draws: the page, whose
-    /// long runs would otherwise hold every record twice. Only records already folded into the
-    /// summary's figures go, and never the last (the phase bars read it), so the summary and the
-    /// last step are what they would have been; the timeline names the steps left out.
-    pub fn thin_records(&mut self, through_step: usize) {
+    /// Drop the records of the steps after the first `keep_first` through `through_step`, for
+    /// a front that has drawn them and keeps what it draws: the page, whose long runs would
+    /// otherwise hold every record twice (it keeps [`KEEP_RECORDS_WHOLE`]; the first call that
+    /// drops a record fixes `keep_first`). Only records already folded into the summary's
+    /// figures go, and never the last (the phase bars read it), so the summary and the last
+    /// step are what they would have been; the timeline names the steps left out.
+    pub fn thin_records(&mut self, keep_first: usize, through_step: usize) {
         let last = through_step
             .min(self.folded)
             .min(self.steps_done().saturating_sub(1));
-        let first = KEEP_RECORDS_WHOLE + self.left_out + 1;
-        if last >= first {
-            let count = last - first + 1;
-            self.steps
-                .drain(KEEP_RECORDS_WHOLE..KEEP_RECORDS_WHOLE + count);
-            self.left_out += count;
+        let (first, next) = match self.left_out {
+            Some(range) => (range.first, range.last + 1),
+            None => (keep_first + 1, keep_first + 1),
+        };
+        if last >= next {
+            // Steps `first..next` are gone already: step `next`'s record sits where `first`'s was.
+            let at = first - 1;
+            self.steps.drain(at..at + (last + 1 - next));
+            self.left_out = Some(StepRange { first, last });
         }
     }
 
     /// Where step `step`'s record is in `steps`; `None` once thinned.
     fn index_of(&self, step: usize) -> Option<usize> {
-        let index = step - 1;
-        if index < KEEP_RECORDS_WHOLE {
-            Some(index)
-        } else {
-            index
-                .checked_sub(self.left_out)
-                .filter(|&kept| kept >= KEEP_RECORDS_WHOLE)
+        match self.left_out {
+            Some(range) if step > range.last => Some(step - 1 - range.count()),
+            Some(range) if step >= range.first => None,
+            _ => Some(step - 1),
         }
     }
 

@@ -3,10 +3,10 @@
 
 use crate::engine::error::EngineError;
 use crate::engine::memory::sampler;
-use crate::engine::train::records::{Measured, StepRange, Summary, Timeline};
+use crate::engine::train::records::{Measured, Summary, Timeline};
 use crate::engine::train::trainer::Context;
 
-use super::{KEEP_RECORDS_WHOLE, Run};
+use super::Run;
 
 impl Run {
     /// Read back any losses still pending and derive the summary.
@@ -47,10 +47,7 @@ impl Run {
             predicted_layers: self.prediction.layers,
             config,
             steps: self.steps,
-            steps_left_out: (self.left_out > 0).then(|| StepRange {
-                first: KEEP_RECORDS_WHOLE + 1,
-                last: KEEP_RECORDS_WHOLE + self.left_out,
-            }),
+            steps_left_out: self.left_out,
             evals: self.evals,
             one_step: self.last_trace,
             expert_load: self.routing.map(|(routing, top_k)| routing.load(top_k)),

@@ -115,7 +115,7 @@ impl Run {
             carried_in_use: setup.in_use,
             last_trace: None,
             steps: Vec::new(),
-            left_out: 0,
+            left_out: None,
             figures: StepFigures::default(),
             folded: 0,
             evals: Vec::new(),
