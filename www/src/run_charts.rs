@@ -44,7 +44,7 @@ pub fn Charts(live: Live, config: RwSignal<RunConfig>) -> impl IntoView {
                 },
             ]
         });
-        // Read in place: a pinned run's whole timeline is not copied on every redraw.
+        // Read in place: the pinned run's chart steps, not a copy of them each redraw.
         let pinned = live.pinned.with(|p| {
             p.as_ref().map(|p| {
                 p.steps
