@@ -88,7 +88,8 @@ impl StackFrame {
 
 /// Each step's high-water mark of bytes in use as a stack of categories (measured), the
 /// predicted stack at the right, the budget and predicted peak as rules, an out-of-memory's
-/// step as a marker and the pinned run's totals dashed.
+/// step as a marker and the pinned run's totals dashed. `stacks` are drawn as given: pick them
+/// with [`stacks_of`].
 #[component]
 pub fn CategoryChart(
     #[prop(into)] stacks: Signal<Vec<Stack>>,
@@ -98,7 +99,8 @@ pub fn CategoryChart(
     #[prop(into)] pinned: Signal<Vec<(f64, f64)>>,
 ) -> impl IntoView {
     let frame = Memo::new(move |_| {
-        let stacks = thin_steps(stacks.get());
+        // Picked by `stacks_of`: thinning them again would halve a long run's stacks.
+        let stacks = stacks.get();
         let predicted = predicted.get();
         let rules = rules.get();
         let marker = marker.get();
@@ -263,24 +265,10 @@ fn last_total(stacks: &[Stack]) -> String {
 /// Stacks drawn at most.
 const MAX_STACKS: usize = 1000;
 
-/// Whether the `index`th of `len` stacks is drawn: at most [`MAX_STACKS`], evenly picked, the
-/// last always kept.
+/// Whether the `index`th of `len` stacks is drawn: every one up to [`MAX_STACKS`], else evenly
+/// picked to at most [`MAX_STACKS`], and the last always.
 fn drawn(index: usize, len: usize) -> bool {
     len <= MAX_STACKS || index.is_multiple_of(len.div_ceil(MAX_STACKS)) || index + 1 == len
-}
-
-/// The stacks the chart draws.
-fn thin_steps(stacks: Vec<Stack>) -> Vec<Stack> {
-    let len = stacks.len();
-    if len <= MAX_STACKS {
-        return stacks;
-    }
-    stacks
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| drawn(*i, len))
-        .map(|(_, s)| s)
-        .collect()
 }
 
 /// The stacks the chart draws of `steps` (those with categories), picked before they are made:

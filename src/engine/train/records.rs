@@ -262,6 +262,11 @@ pub(crate) struct StepFigures {
 }
 
 impl StepFigures {
+    /// How many steps' records were folded: the first this many.
+    pub(crate) fn steps(&self) -> usize {
+        self.steps
+    }
+
     /// Fold the next step's final record.
     pub(crate) fn add(&mut self, record: &StepRecord) {
         self.steps += 1;

@@ -62,9 +62,8 @@ pub struct Run {
     /// The records kept: every step's, but for those `left_out` ([`Run::thin_records`]).
     steps: Vec<StepRecord>,
     left_out: Option<StepRange>,
-    /// The records folded so far (the first `folded` steps'), for the summary.
+    /// The records folded so far (the first `figures.steps()` steps'), for the summary.
     figures: StepFigures,
-    folded: usize,
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
     pace: Pace,
@@ -118,7 +117,7 @@ impl Run {
     /// step are what they would have been; the timeline names the steps left out.
     pub fn thin_records(&mut self, keep_first: usize, through_step: usize) {
         let last = through_step
-            .min(self.folded)
+            .min(self.figures.steps())
             .min(self.steps_done().saturating_sub(1));
         let (first, next) = match self.left_out {
             Some(range) => (range.first, range.last + 1),
@@ -145,13 +144,13 @@ impl Run {
     /// added) into the summary's figures. The unfolded records are the last ones kept: records
     /// are thinned only once folded.
     fn fold_through(&mut self, step: usize) {
-        let unfolded = self.steps_done() - self.folded;
+        let folded = self.figures.steps();
+        let unfolded = self.steps_done() - folded;
         let from = self.steps.len() - unfolded;
-        let count = step.saturating_sub(self.folded).min(unfolded);
+        let count = step.saturating_sub(folded).min(unfolded);
         for record in &self.steps[from..from + count] {
             self.figures.add(record);
         }
-        self.folded += count;
     }
 
     /// The data set the run trains on (host copies; the page draws the 2-D sets).

@@ -117,7 +117,6 @@ impl Run {
             steps: Vec::new(),
             left_out: None,
             figures: StepFigures::default(),
-            folded: 0,
             evals: Vec::new(),
             latest_loss: None,
             pace: Pace::default(),
