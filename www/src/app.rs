@@ -115,7 +115,7 @@ pub fn App() -> impl IntoView {
                 <StrategiesPanel editor=editor adapter=live.adapter />
             </div>
             <div class="column run">
-                {native.map(|_| view! { <NativeBanner live=live /> })}
+                {native.map(|native| view! { <NativeBanner live=live native=native /> })}
                 <RunControls editor=editor session=session lessons_running=lessons_running native=native />
                 // The tour walks through the page's own runs, which wait beside a native one.
                 {native.is_none().then(|| view! { <TourLine tour=tour live=live config=editor.config /> })}

@@ -1,7 +1,9 @@
 //! A native run watched live (`vramlab train --live` served this page with `?live`): its
 //! events (engine::train::live) arrive over one server-sent event stream and land in the same
 //! signals a browser run fills, so the charts, categories, one-step view, pin and export are
-//! the ones a browser run has. Pause, Resume and Stop are posted to the native run.
+//! the ones a browser run has. Pause, Resume and Stop are posted to the native run. A live
+//! `find-batch` or `claims` sends its runs one after another on the same stream, each shown
+//! as it trains, and notes on what each showed, listed in the banner.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -52,8 +54,15 @@ pub struct NativeRun {
     editor: Editor,
     pending: StoredValue<Pending, LocalStorage>,
     source: StoredValue<Option<web_sys::EventSource>, LocalStorage>,
-    /// The run sent its last event: the stream's closing is expected.
-    over: StoredValue<bool>,
+    /// The command sent its last event: the stream's closing is expected.
+    over: RwSignal<bool>,
+    /// What the command said about itself and its runs (a search's trials, its answer).
+    notes: RwSignal<Vec<String>>,
+    /// Runs started on this stream (a search's trials; one for `train --live`).
+    runs: RwSignal<usize>,
+    /// The command is paused (its last state event): a search's trial that ends, or starts,
+    /// while it is leaves the page saying so.
+    paused: StoredValue<bool>,
 }
 
 impl NativeRun {
@@ -64,7 +73,10 @@ impl NativeRun {
             editor,
             pending: StoredValue::new_local(Pending::default()),
             source: StoredValue::new_local(None),
-            over: StoredValue::new(false),
+            over: RwSignal::new(false),
+            notes: RwSignal::new(Vec::new()),
+            runs: RwSignal::new(0),
+            paused: StoredValue::new(false),
         };
         live.native.set(true);
         live.status.set(Status::Starting);
@@ -88,10 +100,20 @@ impl NativeRun {
         self.on(source, event::STATE, Self::state);
         self.on(source, event::ENDED, Self::ended);
         self.on(source, event::FAILED, Self::failed);
+        self.on(source, event::NOTE, Self::noted);
+        self.on(source, event::OVER, |native, ()| native.close());
+        // A (re)connection is sent every event from the first: what was counted goes.
+        let (notes, runs) = (self.notes, self.runs);
+        let opened = Closure::<dyn Fn()>::new(move || {
+            notes.set(Vec::new());
+            runs.set(0);
+        });
+        source.set_onopen(Some(opened.as_ref().unchecked_ref()));
+        opened.forget();
         let live = self.live;
         let over = self.over;
         let closed = Closure::<dyn Fn()>::new(move || {
-            if !over.get_value() {
+            if !over.get_untracked() {
                 live.error.set(Some(
                     "The connection to the native run was lost (did its process end?); the \
                      page keeps what it received and reconnects if the run is still there."
@@ -125,9 +147,11 @@ impl NativeRun {
         closure.forget();
     }
 
-    /// The run's first event (again after a reconnect: everything is replayed).
+    /// A run's first event (again after a reconnect: everything is replayed); a search's
+    /// next trial replaces the last one's charts.
     fn started(self, started: Started) {
         let live = self.live;
+        self.runs.update(|n| *n += 1);
         self.pending.set_value(Pending::default());
         live.clear();
         live.adapter.set(Some(started.adapter));
@@ -139,7 +163,22 @@ impl NativeRun {
             self.editor.preset.set(started.config.name.clone());
         }
         self.editor.config.set(started.config);
-        live.status.set(Status::Running);
+        live.status.set(self.status_going());
+    }
+
+    /// What a command that has not ended is doing: training, or paused by the page.
+    fn status_going(self) -> Status {
+        if self.paused.get_value() {
+            Status::Paused
+        } else {
+            Status::Running
+        }
+    }
+
+    /// The command has not sent its last event: Pause and Stop act on it (a search between
+    /// two trials too).
+    pub fn going(self) -> bool {
+        !self.over.get()
     }
 
     fn stepped(self, stepped: Stepped) {
@@ -161,21 +200,23 @@ impl NativeRun {
     }
 
     fn state(self, state: RunState) {
-        let status = match state {
-            RunState::Paused => Status::Paused,
-            RunState::Running => Status::Running,
-        };
+        self.paused.set_value(state == RunState::Paused);
         // Every step before the state is drawn with it: a page that says "paused" shows the
         // steps the run made before it paused.
         self.draw();
         let now = self.live.status.get_untracked();
-        if now.busy() || now == Status::Paused {
-            self.live.status.set(status);
+        // Between a search's trials the last one shows as finished, and the search goes on.
+        let between = now == Status::Finished && !self.over.get_untracked();
+        if now.busy() || now == Status::Paused || between {
+            self.live.status.set(self.status_going());
         }
     }
 
+    fn noted(self, note: String) {
+        self.notes.update(|n| n.push(note));
+    }
+
     fn ended(self, timeline: Timeline) {
-        self.close();
         self.pending.set_value(Pending::default());
         let live = self.live;
         live.stamp_completed(
@@ -186,18 +227,21 @@ impl NativeRun {
                 .count(),
         );
         live.show_finished(timeline);
+        if self.paused.get_value() && !self.over.get_untracked() {
+            live.status.set(Status::Paused);
+        }
     }
 
     fn failed(self, failed: Failed) {
-        self.close();
         self.draw();
         self.live.failed.set(failed.trace);
         self.live.fail(failed.message);
     }
 
-    /// The run sent its last event: the browser must not reconnect (it would replay it all).
+    /// The command sent its last event: the browser must not reconnect (it would replay it
+    /// all).
     fn close(self) {
-        self.over.set_value(true);
+        self.over.set(true);
         self.source.with_value(|s| {
             if let Some(source) = s {
                 source.close();
@@ -287,21 +331,33 @@ async fn post(control: Control) -> Result<(), String> {
     Err(format!("HTTP {}: {text}", response.status()))
 }
 
-/// Says the run on the page is a native one, and where it runs. Its data attributes are the
-/// figures the charts drew last (tests/e2e/live.mjs holds them to the native timeline.json).
+/// Says the run on the page is a native one, and where it runs, and lists what a search or
+/// a claims report noted. Its data attributes are the figures the charts drew last
+/// (tests/e2e/live.mjs holds them to the native timeline.json), the runs started and whether
+/// the command is over.
 #[component]
-pub fn NativeBanner(live: Live) -> impl IntoView {
+pub fn NativeBanner(live: Live, native: NativeRun) -> impl IntoView {
     let last = move |figure: fn(&ChartStep) -> u64| live.steps.with(|s| s.last().map_or(0, figure));
+    let notes = native.notes;
     view! {
-        <p id="native-run" class="note"
+        <div id="native-run" class="note"
             data-steps=move || live.steps.with(Vec::len)
             data-last-step=move || last(|c| c.step as u64)
             data-last-high-water-in-use=move || last(|c| c.high_water_in_use_bytes)
-            data-last-end-in-use=move || last(|c| c.end_in_use_bytes)>
-            "A native run, watched live: "
-            {move || live.adapter.with(|a| a.as_ref().map(|a| format!("{} ({})", a.name, a.backend)))}
-            ". Pause, Resume and Stop act on that process; closing this tab does not stop it, and \
-             it writes its files when it ends."
-        </p>
+            data-last-end-in-use=move || last(|c| c.end_in_use_bytes)
+            data-runs=move || native.runs.get()
+            data-over=move || native.over.get().to_string()>
+            <p>
+                "A native run, watched live: "
+                {move || live.adapter.with(|a| a.as_ref().map(|a| format!("{} ({})", a.name, a.backend)))}
+                ". Pause, Resume and Stop act on that process; closing this tab does not stop \
+                 it, and it writes its files when it ends."
+            </p>
+            {move || (!notes.with(Vec::is_empty)).then(|| view! {
+                <ol id="native-notes">
+                    {move || notes.get().into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+                </ol>
+            })}
+        </div>
     }
 }

@@ -19,7 +19,11 @@ pub fn RunControls(
     native: Option<NativeRun>,
 ) -> impl IntoView {
     let live = session.live;
-    let running = move || live.status.get().busy() || lessons_running.get();
+    // A native command can be paused until its last event, between a search's trials too.
+    let running = move || match native {
+        Some(native) => native.going() && live.status.get() != Status::Paused,
+        None => live.status.get().busy() || lessons_running.get(),
+    };
     // Nothing of the page's own starts beside a native run.
     let own = move || running() || native.is_some();
     let start = move |_| session.start(editor.config.get_untracked(), true);
@@ -36,10 +40,7 @@ pub fn RunControls(
             native.send(Control::Stop);
         }
     };
-    let stoppable = move || {
-        let status = live.status.get();
-        status.busy() || status == Status::Paused
-    };
+    let stoppable = move || native.is_some_and(NativeRun::going);
     let one_step = move |_| session.one_step(editor.config.get_untracked());
     let reset = move |_| session.reset();
     view! {

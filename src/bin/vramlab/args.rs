@@ -174,14 +174,20 @@ pub struct TrainCommand {
     pub run: TrainArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Run for a live `find-batch` or `claims` (internal): events on standard error, the
+    /// page's controls on standard input.
+    #[arg(long, hide = true, conflicts_with_all = ["live", "dry_run"])]
+    pub relay_live: bool,
 }
 
 #[derive(Args, Debug, Default)]
 pub struct LiveArgs {
-    /// Serve the page on the loopback and show this run there as it trains: the same charts as
-    /// a run in the browser, with Pause, Resume and Stop acting on this run. The address is
-    /// printed; nothing is opened. The files (--out) are written as without --live.
-    #[arg(long, conflicts_with = "dry_run")]
+    /// Serve the page on the loopback and show the training there as it runs (with
+    /// find-batch and claims: each of their runs in turn, and what each showed): the same
+    /// charts as a run in the browser, with Pause, Resume and Stop acting on the native
+    /// process. The address is printed; nothing is opened. Files and printed results are
+    /// those without --live. Not with --dry-run or find-batch --plan (plans have no steps).
+    #[arg(long)]
     pub live: bool,
     /// The loopback port --live listens on (0: a free one).
     #[arg(long, default_value_t = 8765, requires = "live")]
@@ -270,6 +276,8 @@ pub struct FindArgs {
     /// largest batch (vramlab's search; a token task).
     #[arg(long, conflicts_with = "compare")]
     pub longest_sequence: bool,
+    #[command(flatten)]
+    pub live: LiveArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -310,12 +318,14 @@ pub struct ClaimsArgs {
     /// verdicts to hold the page's lessons to (--compare-page).
     #[arg(long)]
     pub as_page: bool,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Run nothing: hold the page's lessons (its "Export JSON" after "Run all lessons") to the
     /// native report --native (`vramlab claims --as-page --json`), card by card; exit 1 naming
     /// each card whose verdict differs, that the native report lacks, or that the page left
     /// "not run here" although its adapter can run it.
     #[arg(long, value_name = "LESSONS.json", requires = "native",
-          conflicts_with_all = ["as_page", "json", "out", "only", "claim", "data"])]
+          conflicts_with_all = ["as_page", "json", "out", "only", "claim", "data", "live"])]
     pub compare_page: Option<PathBuf>,
     /// With --compare-page: the native report, as `vramlab claims --as-page --json` prints it.
     #[arg(long, value_name = "CLAIMS.json", requires = "compare_page")]

@@ -20,18 +20,23 @@ use vramlab::engine::config::DataConfig;
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry};
 
+use crate::args::LiveArgs;
+use crate::live::{self, relay};
 use crate::subprocess::Subprocess;
 
 /// Run every claim of the catalog (or those about the `only` fields, and of those the ones whose
 /// folklore contains one of `texts`), with a progress bar on stderr; on `table` (a data section
 /// with its table read) instead of each claim's data. `as_page`: judged on what a page
 /// measures ([`Bench::as_page`]), and the claims a page's "Run all lessons" leaves to their own
-/// card not run, with its reason: the report the page's table is compared with.
+/// card not run, with its reason: the report the page's table is compared with. With `--live`:
+/// each run shown on the page and each verdict noted there; a stop from the page ends the
+/// report at the claims judged before it.
 pub fn run_all(
     only: &[String],
     texts: &[String],
     table: Option<&DataConfig>,
     as_page: bool,
+    live: &LiveArgs,
 ) -> anyhow::Result<Report> {
     let bench = if as_page {
         Bench::as_page()
@@ -77,8 +82,26 @@ pub fn run_all(
         )
         .expect("the template is valid"),
     );
+    let hub = if live.live {
+        Some(live::open(live, "these claims")?)
+    } else {
+        None
+    };
+    let live = hub.as_ref();
+    relay::note(
+        live,
+        &format!(
+            "claims: {} claim(s), each run without the tip and with it on the same base run; \
+             every run is shown here in turn, and each verdict is listed",
+            claims.len()
+        ),
+    );
     let mut rows = Vec::new();
-    let mut runner = Subprocess { dry_run: false };
+    let mut runner = Subprocess {
+        dry_run: false,
+        live: live.cloned(),
+    };
+    let total = claims.len();
     for (entry, claim) in claims {
         bar.set_message(format!("{}: {}", entry.field, claim.folklore));
         let claim_started = Instant::now();
@@ -93,10 +116,30 @@ pub fn run_all(
             None => pollster::block_on(run_claim(&mut runner, entry, claim, bench, table)).row,
         };
         row.seconds = claim_started.elapsed().as_secs_f64();
+        if live.is_some_and(|hub| hub.stopped()) {
+            // The claim in flight was cut short: it has no verdict.
+            let why = format!(
+                "stopped from the page: the report has the {} of {total} claims judged before",
+                rows.len()
+            );
+            bar.println(format!("claims {why}"));
+            relay::note(live, &why);
+            break;
+        }
+        relay::note(
+            live,
+            &format!(
+                "{}: {}: {}: {}",
+                row.field, row.claim, row.verdict, row.reason
+            ),
+        );
         rows.push(row);
         bar.inc(1);
     }
     bar.finish_and_clear();
+    if let Some(hub) = live {
+        live::close(hub);
+    }
     Ok(Report {
         adapter: rows
             .iter()

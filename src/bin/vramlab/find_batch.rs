@@ -8,7 +8,10 @@ use vramlab::engine::{ConfigError, Gpu, Purpose, RunConfig};
 
 use vramlab::engine::format::{ByteFormat, mib};
 
+use std::sync::Arc;
+
 use crate::args::{FindArgs, MethodArg};
+use crate::live::{self, Hub, relay};
 use crate::report;
 use crate::subprocess::Subprocess;
 
@@ -22,8 +25,14 @@ fn method(arg: MethodArg) -> Method {
     }
 }
 
-/// One search, its trials as runs or as plans (`purpose`).
-fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Result<Search> {
+/// One search, its trials as runs or as plans (`purpose`); each trial shown on the page of
+/// `live`, and its outcome noted there, when given.
+fn search(
+    question: &Question,
+    method: Method,
+    purpose: Purpose,
+    live: Option<&Arc<Hub>>,
+) -> anyhow::Result<Search> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix}: {pos} trials  {msg}")
@@ -32,7 +41,7 @@ fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Resu
     bar.set_prefix(method.name());
     let mut on_trial = |trial: &Trial| {
         bar.inc(1);
-        bar.println(format!(
+        let line = format!(
             "  {}: {} {:>6} {} (peak in use {:.2} MiB, reserved {:.2} MiB)",
             method.name(),
             match trial.seq_len {
@@ -43,7 +52,9 @@ fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Resu
             if trial.fits { "fits" } else { "out of memory" },
             mib(trial.peak_in_use_bytes),
             mib(trial.peak_reserved_bytes)
-        ));
+        );
+        relay::note(live, line.trim_start());
+        bar.println(line);
     };
     let bound = match purpose {
         Purpose::Run => None,
@@ -62,9 +73,31 @@ fn search(question: &Question, method: Method, purpose: Purpose) -> anyhow::Resu
     // fused shapes, and differ by those.
     let mut runner = Subprocess {
         dry_run: purpose == Purpose::Plan,
+        live: live.cloned(),
     };
     let found = pollster::block_on(finder::find(&question, method, &mut runner, &mut on_trial));
     bar.finish_and_clear();
+    if let Some(hub) = live {
+        // The page hears why the search ended without an answer, and its stream closes.
+        let why = if hub.stopped() {
+            Some("stopped from the page: the search has no answer".to_string())
+        } else {
+            found
+                .as_ref()
+                .err()
+                .map(|err| format!("the search failed: {err}"))
+        };
+        if let Some(why) = why {
+            relay::note(Some(hub), &why);
+            live::close(hub);
+        }
+    }
+    if live.is_some_and(|hub| hub.stopped()) {
+        anyhow::bail!(
+            "find-batch stopped from the page: the search has no answer (the trials above are \
+             what it measured)"
+        );
+    }
     Ok(found?)
 }
 
@@ -99,35 +132,92 @@ pub fn run(args: &FindArgs, config: &RunConfig, gpu: &Gpu) -> anyhow::Result<()>
         question
     };
     finder::check(&question)?;
+    if args.live.live && (args.plan || args.run.dry_run) {
+        return Err(ConfigError::invalid(
+            "--live",
+            "trials as plans have no steps to watch: pass --live or --plan, not both",
+        )
+        .into());
+    }
     if args.plan && args.compare {
         return compare_plans_and_runs(&question, args.run.json);
     }
+    let live = if args.live.live {
+        let hub = live::open(&args.live, "this search")?;
+        relay::note(Some(&hub), &introduction(&question, args.compare));
+        Some(hub)
+    } else {
+        None
+    };
     if !args.compare {
-        let found = search(&question, method(args.method), question.purpose)?;
+        let found = search(
+            &question,
+            method(args.method),
+            question.purpose,
+            live.as_ref(),
+        )?;
+        let answer = answer(&found, question.budget_bytes);
+        finish(live.as_ref(), &answer);
         if args.run.json {
             println!("{}", serde_json::to_string_pretty(&found)?);
         } else {
-            print_one(&found, question.budget_bytes);
+            print!("{answer}");
         }
         return Ok(());
     }
     // vramlab's search first: its answer is the true maximum the others are held to.
-    let mut searches = vec![search(&question, Method::Vramlab, question.purpose)?];
+    let mut searches = vec![search(
+        &question,
+        Method::Vramlab,
+        question.purpose,
+        live.as_ref(),
+    )?];
     for other in Method::ALL.into_iter().filter(|m| *m != Method::Vramlab) {
-        searches.push(search(&question, other, question.purpose)?);
+        searches.push(search(&question, other, question.purpose, live.as_ref())?);
     }
+    let table = table(&searches, question.budget_bytes);
+    finish(live.as_ref(), &table);
     if args.run.json {
         println!("{}", serde_json::to_string_pretty(&searches)?);
     } else {
-        print_table(&searches, question.budget_bytes);
+        print!("{table}");
     }
     Ok(())
 }
 
+/// What a live search's page says first: what is searched, and that each trial is a run.
+fn introduction(question: &Question, compare: bool) -> String {
+    let what = match question.axis {
+        Axis::Batch => "the largest batch",
+        Axis::SeqLen => "the longest sequence (data.seq_len)",
+    };
+    format!(
+        "find-batch: {} for {what} within {} of {}; each trial is a run of its own, shown \
+         here in turn, and its outcome is listed",
+        if compare {
+            "five search methods, one after another,"
+        } else {
+            "a search"
+        },
+        ByteFormat::MIB_OR_GIB.of(question.budget_bytes),
+        question.config.name
+    )
+}
+
+/// The search's answer on its page, and the page's stream closed.
+fn finish(live: Option<&Arc<Hub>>, answer: &str) {
+    if let Some(hub) = live {
+        for line in answer.lines() {
+            relay::note(Some(hub), line);
+        }
+        live::close(hub);
+    }
+}
+
 /// vramlab's search with its trials as plans, then as runs: the two answers side by side.
 fn compare_plans_and_runs(question: &Question, json: bool) -> anyhow::Result<()> {
-    let planned = search(question, Method::Vramlab, Purpose::Plan)?;
-    let measured = search(question, Method::Vramlab, Purpose::Run)?;
+    let planned = search(question, Method::Vramlab, Purpose::Plan, None)?;
+    let measured = search(question, Method::Vramlab, Purpose::Run, None)?;
     if json {
         println!(
             "{}",
@@ -164,13 +254,17 @@ fn batch(found: Option<usize>) -> String {
     found.map_or("none".into(), |b| b.to_string())
 }
 
-fn print_one(found: &Search, budget: u64) {
+/// The search's answer, as printed (one line or a few, each ending in a newline).
+fn answer(found: &Search, budget: u64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let (largest, smallest) = match found.axis {
         Axis::Batch => ("largest batch", "batch"),
         Axis::SeqLen => ("longest sequence (data.seq_len)", "data.seq_len"),
     };
-    match found.found() {
-        Some(b) => println!(
+    let _ = match found.found() {
+        Some(b) => writeln!(
+            out,
             "{largest} within {:.2} MiB: {b} ({} trials, {} out of memory, {:.1} s)",
             mib(budget),
             found.trials,
@@ -178,35 +272,43 @@ fn print_one(found: &Search, budget: u64) {
             found.seconds
         ),
         None => match found.smallest_failure() {
-            Some((value, oom)) => println!(
+            Some((value, oom)) => writeln!(
+                out,
                 "no {smallest} fits {:.2} MiB: even {smallest} {value} ran out of memory.\n{}",
                 mib(budget),
                 oom.describe(report::as_set_flag)
             ),
-            None => println!("no {smallest} fits {}", ByteFormat::MIB.of(budget)),
+            None => writeln!(out, "no {smallest} fits {}", ByteFormat::MIB.of(budget)),
         },
-    }
+    };
     if let Some(guess) = found.predicted_batch {
-        println!("calibrated prediction: {guess}");
+        let _ = writeln!(out, "calibrated prediction: {guess}");
     }
     for note in &found.notes {
-        println!("note: {note}");
+        let _ = writeln!(out, "note: {note}");
     }
+    out
 }
 
-fn print_table(searches: &[Search], budget: u64) {
+/// The five searches side by side, as printed.
+fn table(searches: &[Search], budget: u64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let truth = searches[0].max_batch;
-    println!(
+    let _ = writeln!(
+        out,
         "budget {:.2} MiB; true max from vramlab's search: {}",
         mib(budget),
         batch(truth)
     );
-    println!(
+    let _ = writeln!(
+        out,
         "{:<20} {:>8} {:>8} {:>7} {:>5} {:>9}  notes",
         "method", "found", "true max", "trials", "OOMs", "seconds"
     );
     for s in searches {
-        println!(
+        let _ = writeln!(
+            out,
             "{:<20} {:>8} {:>8} {:>7} {:>5} {:>9.1}  {}",
             s.method.name(),
             batch(s.max_batch),
@@ -217,4 +319,5 @@ fn print_table(searches: &[Search], budget: u64) {
             s.notes.join("; ")
         );
     }
+    out
 }

@@ -168,7 +168,13 @@ fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
         return claims::compare_page(page, native);
     }
     let table = args.table()?;
-    let report = claims::run_all(&args.only, &args.claim, table.as_ref(), args.as_page)?;
+    let report = claims::run_all(
+        &args.only,
+        &args.claim,
+        table.as_ref(),
+        args.as_page,
+        &args.live,
+    )?;
     let markdown = claims::markdown(&report);
     if let Some(path) = &args.out {
         claims::write(path, &markdown)?;
@@ -188,7 +194,18 @@ fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {
 }
 
 fn train(command: &TrainCommand) -> anyhow::Result<()> {
-    let TrainCommand { run: args, live } = command;
+    let TrainCommand {
+        run: args,
+        live,
+        relay_live,
+    } = command;
+    if live.live && args.dry_run {
+        return Err(ConfigError::invalid(
+            "--live",
+            "a dry run has no steps to watch: pass --live or --dry-run, not both",
+        )
+        .into());
+    }
     let purpose = if args.dry_run {
         engine::Purpose::Plan
     } else {
@@ -204,6 +221,8 @@ fn train(command: &TrainCommand) -> anyhow::Result<()> {
     } else if live.live {
         // The outer error is the server's (the page, the port), before any step.
         live::train(config, &gpu, live, &progress)?
+    } else if *relay_live {
+        live::relay::serve_parent(config, &gpu, &progress)
     } else {
         pollster::block_on(engine::train(config, &gpu, |outcome| {
             progress.update(outcome)

@@ -1,10 +1,11 @@
 //! A training run as its own `vramlab train --json-timeline` process, for `find-batch` and
-//! `claims`:
+//! `claims` (shown on the page, with `--live`, through `live::relay`):
 //! cubecl fixes a device's pools when it starts, and burn's fusion and cubecl's pools behave
 //! differently on a process's first sight of a shape than on a later one, so a run that must
 //! show what a user's `vramlab train` would see gets a fresh process.
 
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
@@ -14,6 +15,7 @@ use vramlab::engine::train::{RunOutcome, Runner};
 use vramlab::engine::{EngineError, RunConfig};
 
 use crate::exit;
+use crate::live::{Hub, relay};
 
 /// What `train --json` (or `--json-timeline`) prints on stdout when the run ran out of memory.
 #[derive(Serialize, Deserialize)]
@@ -23,8 +25,12 @@ pub struct OutOfMemoryReport {
 
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 
-/// Train `config` in a new process of this binary; as a plan's dry run when `dry_run`.
-pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<RunOutcome> {
+/// Why a live command's run gave no outcome: the page asked the command to stop.
+pub const STOPPED: &str = "stopped from the page";
+
+/// Train `config` in a new process of this binary; as a plan's dry run when `dry_run`; shown
+/// on the page of `live` when given (waiting first while the page has the command paused).
+pub fn train(config: &RunConfig, dry_run: bool, live: Option<&Hub>) -> anyhow::Result<RunOutcome> {
     let path = std::env::temp_dir().join(format!(
         "vramlab-run-{}-{}.json",
         std::process::id(),
@@ -38,23 +44,38 @@ pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<RunOutcome> {
     if dry_run {
         command.arg("--dry-run");
     }
-    let out = command.arg("--config").arg(&path).output();
+    command.arg("--config").arg(&path);
+    let ended = match live {
+        None => command
+            .output()
+            .context("running vramlab train")
+            .map(|out| relay::Ended {
+                status: out.status,
+                stdout: out.stdout,
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }),
+        Some(hub) if hub.stop_requested() => Err(anyhow::anyhow!(STOPPED)),
+        Some(hub) => {
+            command.arg(relay::FLAG);
+            relay::run(command, hub)
+        }
+    };
     let _ = std::fs::remove_file(&path);
-    let out = out.context("running vramlab train")?;
-    match out.status.code() {
+    let ended = ended?;
+    // A run stopped midway is no answer to what it was run for.
+    if live.is_some_and(Hub::stopped) {
+        anyhow::bail!(STOPPED);
+    }
+    match ended.status.code() {
         Some(exit::OK) => Ok(RunOutcome::Fit(
-            serde_json::from_slice(&out.stdout).context("reading the run's JSON timeline")?,
+            serde_json::from_slice(&ended.stdout).context("reading the run's JSON timeline")?,
         )),
         Some(code) if code == i32::from(exit::OUT_OF_MEMORY) => {
-            let report: OutOfMemoryReport = serde_json::from_slice(&out.stdout)
+            let report: OutOfMemoryReport = serde_json::from_slice(&ended.stdout)
                 .context("reading the run's out-of-memory report")?;
             Ok(RunOutcome::OutOfMemory(Box::new(report.out_of_memory)))
         }
-        _ => anyhow::bail!(
-            "vramlab train {}: {}",
-            config.name,
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        _ => anyhow::bail!("vramlab train {}: {}", config.name, ended.stderr),
     }
 }
 
@@ -62,11 +83,13 @@ pub fn train(config: &RunConfig, dry_run: bool) -> anyhow::Result<RunOutcome> {
 /// of that config will see; as a plan's dry run when `dry_run`.
 pub struct Subprocess {
     pub dry_run: bool,
+    /// The page each run is shown on (`find-batch --live`, `claims --live`).
+    pub live: Option<Arc<Hub>>,
 }
 
 impl Runner for Subprocess {
     async fn train(&mut self, config: RunConfig) -> Result<RunOutcome, EngineError> {
-        train(&config, self.dry_run).map_err(|err| EngineError::Device {
+        train(&config, self.dry_run, self.live.as_deref()).map_err(|err| EngineError::Device {
             phase: "run".into(),
             message: format!("{err:#}"),
         })

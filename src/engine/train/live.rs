@@ -1,7 +1,8 @@
-//! A native run watched from the page (`vramlab train --live`): what goes over the wire. The
-//! native process serves the page and streams these as server-sent events on [`EVENTS_PATH`];
-//! the page posts a [`Control`] to [`CONTROL_PATH`]. One definition for both ends, so the page
-//! reads exactly what the native run wrote.
+//! A native run watched from the page (`vramlab train --live`, and the runs of `find-batch
+//! --live` and `claims --live` one after another): what goes over the wire. The native process
+//! serves the page and streams these as server-sent events on [`EVENTS_PATH`]; the page posts a
+//! [`Control`] to [`CONTROL_PATH`]. One definition for both ends, so the page reads exactly what
+//! the native run wrote.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,9 @@ pub const PAGE_QUERY: &str = "live";
 
 /// The events' names, in the order a run sends them. A tab that connects late is sent every
 /// event so far, then the latest trace: it sees the run as a tab that was there from the start.
+/// A search or a claims report sends one run's events after another's (each from
+/// [`event::STARTED`] to [`event::ENDED`] or [`event::FAILED`]), with [`event::NOTE`]s between
+/// them, and [`event::OVER`] once at the very end.
 pub mod event {
     /// [`super::Started`]: once, before the first step.
     pub const STARTED: &str = "started";
@@ -36,6 +40,11 @@ pub mod event {
     pub const ENDED: &str = "ended";
     /// [`super::Failed`]: the run stopped on an error (out of memory, a lost device).
     pub const FAILED: &str = "failed";
+    /// A line (a JSON string) on what the command as a whole did: what a search is looking
+    /// for, each trial's outcome and the answer; each claim's verdict.
+    pub const NOTE: &str = "note";
+    /// `null`: the command sent its last event; the stream closes after it.
+    pub const OVER: &str = "over";
 }
 
 /// What the page needs before the first step: the run's config and where it runs.

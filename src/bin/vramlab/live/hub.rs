@@ -1,7 +1,9 @@
 //! What a live run shares with the tabs watching it: every event so far (a tab that connects
 //! late is sent them all, so it sees what a tab there from the start saw), the latest step's
-//! trace, and what the page last asked the run to do.
+//! trace, and what the page last asked the run to do (passed on to the run's own process when
+//! it is a subprocess of a search or of the claims).
 
+use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -15,6 +17,9 @@ pub type Frame = Arc<str>;
 pub struct Hub {
     state: Mutex<State>,
     changed: Condvar,
+    /// Where the page's controls go on to, one word a line: the standard input of the
+    /// subprocess running the current trial (`None` between trials, or for `train --live`).
+    downstream: Mutex<Option<Box<dyn Write + Send>>>,
 }
 
 #[derive(Default)]
@@ -49,6 +54,11 @@ pub struct Cursor {
 /// The frame of `name` with `data` (JSON, one line: serde_json escapes newlines in strings).
 fn frame(name: &str, data: &impl Serialize) -> Frame {
     let json = serde_json::to_string(data).expect("the live events serialize");
+    raw_frame(name, &json)
+}
+
+/// The frame of `name` with `json`, already serialized on one line.
+fn raw_frame(name: &str, json: &str) -> Frame {
     format!("event: {name}\ndata: {json}\n\n").into()
 }
 
@@ -70,8 +80,22 @@ impl Hub {
         self.changed.notify_all();
     }
 
+    /// An event another process serialized (one line of JSON), passed on as it came.
+    pub fn publish_json(&self, name: &str, json: &str) {
+        let frame = raw_frame(name, json);
+        if name == event::TRACE {
+            self.keep_trace(frame);
+        } else {
+            self.lock().events.push(frame);
+            self.changed.notify_all();
+        }
+    }
+
     pub fn publish_trace(&self, data: &impl Serialize) {
-        let frame = frame(event::TRACE, data);
+        self.keep_trace(frame(event::TRACE, data));
+    }
+
+    fn keep_trace(&self, frame: Frame) {
         let mut state = self.lock();
         let count = state.trace.as_ref().map_or(1, |(count, _)| count + 1);
         state.trace = Some((count, frame));
@@ -79,10 +103,43 @@ impl Hub {
         self.changed.notify_all();
     }
 
-    /// The run's last event was published: streams close once they have sent it.
+    /// The command's last event: [`event::OVER`] is published, and streams close once they
+    /// have sent it.
     pub fn end(&self) {
-        self.lock().ended = true;
+        let mut state = self.lock();
+        state.events.push(frame(event::OVER, &()));
+        state.ended = true;
+        drop(state);
         self.changed.notify_all();
+    }
+
+    /// Pass the page's controls on to `to` (one word a line) until the next call; `None`
+    /// passes them nowhere. A stop or pause already asked for is passed on at once, so a
+    /// trial started after it stops or waits before its first step.
+    pub fn forward_controls(&self, to: Option<Box<dyn Write + Send>>) {
+        let mut downstream = self
+            .downstream
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *downstream = to;
+        if let Some(to) = downstream.as_mut() {
+            let state = self.lock();
+            let pending = if state.stop {
+                Some(Control::Stop)
+            } else {
+                state.paused.then_some(Control::Pause)
+            };
+            drop(state);
+            if let Some(control) = pending {
+                // A process that already ended has nothing to stop.
+                let _ = writeln!(to, "{}", control.word()).and_then(|()| to.flush());
+            }
+        }
+    }
+
+    /// Whether the page asked the command to stop (without waiting out a pause).
+    pub fn stopped(&self) -> bool {
+        self.lock().stop
     }
 
     /// Take a control from the page; the state it leaves is announced to every tab.
@@ -104,6 +161,14 @@ impl Hub {
         state.events.push(frame(event::STATE, &now));
         drop(state);
         self.changed.notify_all();
+        let mut downstream = self
+            .downstream
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(to) = downstream.as_mut() {
+            // A trial that ended meanwhile has nothing to act on.
+            let _ = writeln!(to, "{}", control.word()).and_then(|()| to.flush());
+        }
     }
 
     /// Before each step: wait while the run is paused; true when the page asked it to stop.
@@ -205,8 +270,66 @@ mod tests {
         hub.control(Control::Pause);
         hub.end();
         let last = hub.news(again.cursor, Duration::ZERO);
-        assert_eq!(&*last.frames[0], "event: state\ndata: \"paused\"\n\n");
+        let text: Vec<&str> = last.frames.iter().map(|f| &**f).collect();
+        assert_eq!(
+            text,
+            [
+                "event: state\ndata: \"paused\"\n\n",
+                "event: over\ndata: null\n\n"
+            ]
+        );
         assert!(last.ended);
+    }
+
+    /// A writer whose bytes the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().write(bytes)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn controls_go_on_to_the_trial_running_and_a_new_trial_hears_a_pause_or_stop_in_force() {
+        let hub = Hub::new();
+        let first = Shared::default();
+        hub.forward_controls(Some(Box::new(first.clone())));
+        hub.control(Control::Pause);
+        hub.control(Control::Resume);
+        hub.forward_controls(None);
+        hub.control(Control::Pause);
+        let second = Shared::default();
+        hub.forward_controls(Some(Box::new(second.clone())));
+        hub.control(Control::Stop);
+        let words = |w: &Shared| String::from_utf8(w.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(words(&first), "pause\nresume\n");
+        assert_eq!(words(&second), "pause\nstop\n");
+        assert!(hub.stopped());
+        let third = Shared::default();
+        hub.forward_controls(Some(Box::new(third.clone())));
+        assert_eq!(words(&third), "stop\n");
+    }
+
+    #[test]
+    fn events_of_another_process_pass_as_they_came_and_its_traces_as_the_latest() {
+        let hub = Hub::new();
+        hub.publish_json(event::NOTE, "\"trial 1\"");
+        hub.publish_json(event::TRACE, "{\"a\":1}");
+        hub.publish_json(event::TRACE, "{\"a\":2}");
+        let news = hub.news(Cursor::default(), Duration::ZERO);
+        let text: Vec<&str> = news.frames.iter().map(|f| &**f).collect();
+        assert_eq!(
+            text,
+            [
+                "event: note\ndata: \"trial 1\"\n\n",
+                "event: trace\ndata: {\"a\":2}\n\n"
+            ]
+        );
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! `vramlab train --live`: the run as without it (the same steps, progress bar and files), while
 //! a loopback server shows it on the page and takes the page's Pause, Resume and Stop. Nothing
-//! is opened: the address is printed.
+//! is opened: the address is printed. `find-batch --live` and `claims --live` serve the page
+//! the same way and show their runs one after another (`relay`).
 
 mod hub;
+pub mod relay;
 mod server;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use vramlab::engine::memory::StepTrace;
@@ -14,7 +17,7 @@ use vramlab::engine::{ConfigError, EngineError, Gpu, Run, RunConfig, Timeline};
 
 use crate::args::LiveArgs;
 use crate::progress::Progress;
-use hub::Hub;
+pub use hub::Hub;
 
 /// How long the process waits, after the run's last event, for the tabs to receive it.
 const DRAIN: Duration = Duration::from_secs(3);
@@ -28,21 +31,15 @@ fn default_page() -> PathBuf {
     cache.join("dist")
 }
 
-/// Train `config` on `gpu` as `train` does, shown live on the page; returns the run's timeline
-/// (fewer steps than configured when the page stopped it) or its error, or, before any step,
-/// why the page could not be served.
-pub fn train(
-    config: RunConfig,
-    gpu: &Gpu,
-    args: &LiveArgs,
-    progress: &Progress,
-) -> anyhow::Result<Result<Timeline, EngineError>> {
+/// Serve the page on the loopback for `args`, printing where to watch `what` (this run, this
+/// search, these claims); fails when the page is not built or the port is taken.
+pub fn open(args: &LiveArgs, what: &str) -> anyhow::Result<Arc<Hub>> {
     let page = args.page.clone().unwrap_or_else(default_page);
     if !page.join("index.html").is_file() {
         return Err(ConfigError::invalid(
             "--page",
             format!(
-                "{}: no built page there (index.html is missing): `bash .ci/play train --live \
+                "{}: no built page there (index.html is missing): `bash .ci/play ... --live \
                  ...` builds it first, or pass --page DIR with a page built by `.ci/build-page \
                  DIR`",
                 page.display()
@@ -53,10 +50,41 @@ pub fn train(
     let hub = Hub::new();
     let address = server::start(args.port, page, hub.clone())?;
     eprintln!(
-        "live: watch this run at http://{address}/?{PAGE_QUERY} (Pause and Stop there act on it)"
+        "live: watch {what} at http://{address}/?{PAGE_QUERY} (Pause and Stop there act on it)"
     );
+    Ok(hub)
+}
+
+/// The command is done: its last event goes out, and the tabs get a moment to receive it.
+pub fn close(hub: &Hub) {
+    hub.end();
+    hub.drain(DRAIN);
+}
+
+/// Train `config` on `gpu` as `train` does, shown live on the page; returns the run's timeline
+/// (fewer steps than configured when the page stopped it) or its error, or, before any step,
+/// why the page could not be served.
+pub fn train(
+    config: RunConfig,
+    gpu: &Gpu,
+    args: &LiveArgs,
+    progress: &Progress,
+) -> anyhow::Result<Result<Timeline, EngineError>> {
+    let hub = open(args, "this run")?;
+    let ended = run_published(config, gpu, &hub, progress);
+    close(&hub);
+    Ok(ended)
+}
+
+/// The run, its events published to `hub`, then its end (its timeline, or why it failed).
+fn run_published(
+    config: RunConfig,
+    gpu: &Gpu,
+    hub: &Hub,
+    progress: &Progress,
+) -> Result<Timeline, EngineError> {
     let steps = config.steps;
-    let ended = drive(config, gpu, &hub, progress);
+    let ended = drive(config, gpu, hub, progress);
     match &ended {
         Ok(timeline) => {
             if timeline.steps.len() < steps {
@@ -75,9 +103,7 @@ pub fn train(
             },
         ),
     }
-    hub.end();
-    hub.drain(DRAIN);
-    Ok(ended.map_err(|failure| failure.0))
+    ended.map_err(|failure| failure.0)
 }
 
 /// A run's error, and what the failed step recorded when it ran out of memory.
