@@ -1,5 +1,5 @@
-//! The GRU and the LSTM: burn's recurrent cells over a token embedding, a classifier at the
-//! answer's positions.
+//! The GRU and the LSTM: recurrent cells run as cuDNN runs them (`models::stacked_cells`) over
+//! a token embedding, a classifier at the answer's positions.
 
 use burn::tensor::Device;
 
@@ -22,6 +22,11 @@ pub struct Recurrent {
 /// Tensors of [batch, width] a recurrent cell holds for one time step beyond the states it
 /// writes: the gates' pre-activations and products (measured in plans, at two sizes each).
 const RECURRENT_STEP_TEMPORARIES: u64 = 7;
+
+/// The gates a cell stacks.
+fn gates(lstm: bool) -> u64 {
+    if lstm { 4 } else { 3 }
+}
 
 impl Family for Recurrent {
     fn accepts(&self, input: InputKind) -> bool {
@@ -57,17 +62,22 @@ impl Family for Recurrent {
         let h = config.model.width;
         let length = config.data.sample_tokens() as u64;
         let tokens = config.data.vocab + 1;
-        let gates = if lstm { 4 } else { 3 };
-        // Tensors of [batch, width] burn's GRU and LSTM keep per time step for backward: the
-        // gates' activated values, the products that mix them with the states, and the states
-        // themselves. Measured, not derived: planned at two sizes each (`vramlab
-        // bench-analytic`: the default presets, and width 512 over 256 steps at batch 32),
-        // both agree within 1%.
-        let kept_per_step: u64 = if lstm { 12 } else { 10 };
-        // Each gate has an input and a hidden-state dense layer.
-        let cell: Vec<Vec<u64>> = (0..2 * gates)
-            .flat_map(|_| linear_tensors(h, h, true))
-            .collect();
+        let gates = gates(lstm);
+        // Tensors of [batch, width] the stacked GRU and LSTM keep per time step for backward:
+        // the gates' activated values, the products that mix them with the states, and the
+        // states themselves; the GRU's new gate reads its share of the hidden state's
+        // projection, a view that keeps all three gates' shares. Measured, not derived: planned
+        // at two sizes each (`vramlab bench-analytic`: the default presets, and width 512 over
+        // 256 steps at batch 32), both agree within 1%. (burn's own cells kept 10 for the GRU.)
+        let kept_per_step: u64 = 12;
+        // The gates' input weights side by side, and their hidden-state weights.
+        let g = gates as usize * h;
+        let cell = vec![
+            vec![h as u64, g as u64],
+            vec![g as u64],
+            vec![h as u64, g as u64],
+            vec![g as u64],
+        ];
         vec![
             LayerEstimate::new(
                 format!("embedding {tokens}x{h}"),
@@ -95,17 +105,31 @@ impl Family for Recurrent {
         ]
     }
 
-    /// The embedded sequence, the sequence of hidden states the cell writes into, and the
-    /// gates' temporaries of one time step (seven of [n, width] in plans, GRU and LSTM alike).
+    /// Every time step's projected inputs (a sequence per gate) beside the hidden states
+    /// made so far, and the gates' temporaries of one time step (seven of [n, width] in
+    /// plans, GRU and LSTM alike).
     fn inference_bytes(&self, config: &RunConfig, n: u64) -> u64 {
         let length = config.data.sample_tokens() as u64;
-        (2 * length + RECURRENT_STEP_TEMPORARIES) * n * config.model.width as u64 * F32
+        ((gates(self.lstm) + 1) * length + RECURRENT_STEP_TEMPORARIES)
+            * n
+            * config.model.width as u64
+            * F32
     }
 
-    /// Two [b, L, width] gradients, of the output sequence and of the states.
+    /// Backward's transients beside the activations, in [b, L, width] sequences, fitted to
+    /// plans at three sizes each (`vramlab bench-analytic`; 5.4-5.7 for the GRU, 11.2-12.0 for
+    /// the LSTM): the gradients of the output sequence and of the states, and the gradient of
+    /// every time step's projected inputs (a sequence per gate), gathered from the steps
+    /// before it reaches the input weights in one matmul. The GRU gathers it in one buffer;
+    /// the LSTM, whose steps hand back all four gates' share at once, holds three such.
     fn backward_working_set(&self, config: &RunConfig, b: u64) -> u64 {
         let length = config.data.sample_tokens() as u64;
-        in_gradient_dtype(config, 2 * b * length * config.model.width as u64 * F32)
+        let gates = gates(self.lstm);
+        let sequences = if self.lstm { 3 * gates } else { 2 + gates };
+        in_gradient_dtype(
+            config,
+            sequences * b * length * config.model.width as u64 * F32,
+        )
     }
 
     fn largest_tensors(&self, config: &RunConfig, sizes: &TensorSizes) -> Vec<Oversized> {

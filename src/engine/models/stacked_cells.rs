@@ -116,6 +116,9 @@ impl StackedGru {
             hidden = candidate * update.clone().neg().add_scalar(1.0) + update * hidden;
             outputs.push(hidden.clone());
         }
+        // Every step's projected inputs are read: free them before the outputs are copied
+        // into one sequence, rather than holding both.
+        drop(projected);
         Tensor::stack(outputs, 1)
     }
 }
@@ -164,6 +167,9 @@ impl StackedLstm {
             hidden = sigmoid(output) * cell.clone().tanh();
             outputs.push(hidden.clone());
         }
+        // Every step's projected inputs are read: free them before the outputs are copied
+        // into one sequence, rather than holding both.
+        drop(projected);
         Tensor::stack(outputs, 1)
     }
 }

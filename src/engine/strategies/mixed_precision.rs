@@ -154,7 +154,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         return Err(ConfigError::invalid(
             "strategies.mixed_precision",
             format!(
-                "{} is not available for model.kind = {} (burn's recurrent cells keep f32 state); \
+                "{} is not available for model.kind = {} (vramlab's recurrent cells keep f32 state); \
                  models for it: mlp, cnn, transformer; or use off",
                 precision.name(),
                 kind.name()

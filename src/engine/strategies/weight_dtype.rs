@@ -377,7 +377,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         return Err(ConfigError::invalid(
             "strategies.weight_dtype",
             format!(
-                "f16 is not available for model.kind = {} (burn's recurrent cells keep f32 \
+                "f16 is not available for model.kind = {} (vramlab's recurrent cells keep f32 \
                  state); models for it: mlp, cnn, transformer; or use f32",
                 kind.name()
             ),
