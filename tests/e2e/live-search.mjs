@@ -39,7 +39,8 @@ async function serve(args, what) {
     const timer = setTimeout(() => reject(new Error(`no address printed in 120 s: ${run.stderr}`)), 120_000);
     native.stderr.on('data', (d) => {
       run.stderr += d;
-      const found = new RegExp(`watch ${what} at (http://\\S+)`).exec(run.stderr);
+      // The whole line: stderr may arrive in pieces, and a piece may end inside the address.
+      const found = new RegExp(`watch ${what} at (http://\\S+) \\(`).exec(run.stderr);
       if (found) {
         clearTimeout(timer);
         resolve(found[1]);

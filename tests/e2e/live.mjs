@@ -36,7 +36,8 @@ const address = await new Promise((resolve, reject) => {
   const timer = setTimeout(() => reject(new Error(`no address printed in 120 s: ${stderr}`)), 120_000);
   native.stderr.on('data', (d) => {
     stderr += d;
-    const found = /watch this run at (http:\/\/\S+)/.exec(stderr);
+    // The whole line: stderr may arrive in pieces, and a piece may end inside the address.
+    const found = /watch this run at (http:\/\/\S+) \(/.exec(stderr);
     if (found) {
       clearTimeout(timer);
       resolve(found[1]);

@@ -97,10 +97,7 @@ pub fn run_all(
         ),
     );
     let mut rows = Vec::new();
-    let mut runner = Subprocess {
-        dry_run: false,
-        live: live.cloned(),
-    };
+    let mut runner = Subprocess::new(false, live.cloned());
     let total = claims.len();
     for (entry, claim) in claims {
         bar.set_message(format!("{}: {}", entry.field, claim.folklore));
@@ -116,13 +113,13 @@ pub fn run_all(
             None => pollster::block_on(run_claim(&mut runner, entry, claim, bench, table)).row,
         };
         row.seconds = claim_started.elapsed().as_secs_f64();
-        if live.is_some_and(|hub| hub.stopped()) {
+        if runner.cut_short {
             // The claim in flight was cut short: it has no verdict.
             let why = format!(
                 "stopped from the page: the report has the {} of {total} claims judged before",
                 rows.len()
             );
-            bar.println(format!("claims {why}"));
+            bar.suspend(|| eprintln!("claims {why}"));
             relay::note(live, &why);
             break;
         }

@@ -71,15 +71,12 @@ fn search(
     };
     // As plans, `train --dry-run`: in-process plans would inherit the earlier trials' pages and
     // fused shapes, and differ by those.
-    let mut runner = Subprocess {
-        dry_run: purpose == Purpose::Plan,
-        live: live.cloned(),
-    };
+    let mut runner = Subprocess::new(purpose == Purpose::Plan, live.cloned());
     let found = pollster::block_on(finder::find(&question, method, &mut runner, &mut on_trial));
     bar.finish_and_clear();
     if let Some(hub) = live {
         // The page hears why the search ended without an answer, and its stream closes.
-        let why = if hub.stopped() {
+        let why = if runner.cut_short {
             Some("stopped from the page: the search has no answer".to_string())
         } else {
             found
@@ -92,7 +89,7 @@ fn search(
             live::close(hub);
         }
     }
-    if live.is_some_and(|hub| hub.stopped()) {
+    if runner.cut_short {
         anyhow::bail!(
             "find-batch stopped from the page: the search has no answer (the trials above are \
              what it measured)"

@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use vramlab::engine::outcome::OutOfMemory;
 use vramlab::engine::train::{RunOutcome, Runner};
-use vramlab::engine::{EngineError, RunConfig};
+use vramlab::engine::{EngineError, RunConfig, Timeline};
 
 use crate::exit;
 use crate::live::{Hub, relay};
@@ -62,19 +62,24 @@ pub fn train(config: &RunConfig, dry_run: bool, live: Option<&Hub>) -> anyhow::R
     };
     let _ = std::fs::remove_file(&path);
     let ended = ended?;
-    // A run stopped midway is no answer to what it was run for.
-    if live.is_some_and(Hub::stopped) {
-        anyhow::bail!(STOPPED);
-    }
+    let stopped = live.is_some_and(Hub::stopped);
     match ended.status.code() {
-        Some(exit::OK) => Ok(RunOutcome::Fit(
-            serde_json::from_slice(&ended.stdout).context("reading the run's JSON timeline")?,
-        )),
+        Some(exit::OK) => {
+            let timeline: Box<Timeline> =
+                serde_json::from_slice(&ended.stdout).context("reading the run's JSON timeline")?;
+            // A run stopped midway is no answer to what it was run for; one that made all its
+            // steps before the stop came is.
+            if stopped && timeline.steps.len() < config.steps {
+                anyhow::bail!(STOPPED);
+            }
+            Ok(RunOutcome::Fit(timeline))
+        }
         Some(code) if code == i32::from(exit::OUT_OF_MEMORY) => {
             let report: OutOfMemoryReport = serde_json::from_slice(&ended.stdout)
                 .context("reading the run's out-of-memory report")?;
             Ok(RunOutcome::OutOfMemory(Box::new(report.out_of_memory)))
         }
+        _ if stopped => anyhow::bail!(STOPPED),
         _ => anyhow::bail!("vramlab train {}: {}", config.name, ended.stderr),
     }
 }
@@ -85,13 +90,31 @@ pub struct Subprocess {
     pub dry_run: bool,
     /// The page each run is shown on (`find-batch --live`, `claims --live`).
     pub live: Option<Arc<Hub>>,
+    /// A run was stopped from the page (or not started for it) since this was last cleared:
+    /// what the runs were for has no answer. A stop that comes after the last run of a search
+    /// or a claim cuts nothing short.
+    pub cut_short: bool,
+}
+
+impl Subprocess {
+    pub fn new(dry_run: bool, live: Option<Arc<Hub>>) -> Self {
+        Self {
+            dry_run,
+            live,
+            cut_short: false,
+        }
+    }
 }
 
 impl Runner for Subprocess {
     async fn train(&mut self, config: RunConfig) -> Result<RunOutcome, EngineError> {
-        train(&config, self.dry_run, self.live.as_deref()).map_err(|err| EngineError::Device {
-            phase: "run".into(),
-            message: format!("{err:#}"),
+        train(&config, self.dry_run, self.live.as_deref()).map_err(|err| {
+            let message = format!("{err:#}");
+            self.cut_short |= message == STOPPED;
+            EngineError::Device {
+                phase: "run".into(),
+                message,
+            }
         })
     }
 }

@@ -35,6 +35,8 @@ struct State {
     ended: bool,
     /// Streams open now.
     streams: usize,
+    /// A stream has opened at some point.
+    watched: bool,
 }
 
 /// What a stream has still to send, and whether it is done after that.
@@ -183,7 +185,16 @@ impl Hub {
 
     /// A stream opened; it calls [`Hub::closed`] when it ends.
     pub fn opened(&self) {
-        self.lock().streams += 1;
+        let mut state = self.lock();
+        state.streams += 1;
+        state.watched = true;
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Whether a tab has opened the run's events at some point.
+    pub fn watched(&self) -> bool {
+        self.lock().watched
     }
 
     pub fn closed(&self) {
@@ -224,11 +235,18 @@ impl Hub {
         }
     }
 
-    /// After the run's last event: give the open streams up to `limit` to send it (a tab
-    /// that is watching should see the end before the process exits).
-    pub fn drain(&self, limit: Duration) {
+    /// After the run's last event: wait up to `first` for a first tab when none has opened
+    /// the events yet (a short command can end before a person's browser has loaded the
+    /// page), then give the open streams up to `limit` to send it all (a tab that is watching
+    /// should see the end before the process exits).
+    pub fn drain(&self, first: Duration, limit: Duration) {
+        let state = self.lock();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, first, |s| !s.watched)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let deadline = Instant::now() + limit;
-        let mut state = self.lock();
+        let mut state = state;
         while state.streams > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -330,6 +348,35 @@ mod tests {
                 "event: trace\ndata: {\"a\":2}\n\n"
             ]
         );
+    }
+
+    #[test]
+    fn the_end_waits_for_a_first_tab_then_for_the_open_ones_to_close() {
+        let hub = Hub::new();
+        hub.end();
+        let started = Instant::now();
+        hub.drain(Duration::from_millis(50), Duration::from_secs(5));
+        assert!(
+            started.elapsed() >= Duration::from_millis(50),
+            "nobody watched: it waits"
+        );
+        let tab = {
+            let hub = hub.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                hub.opened();
+                std::thread::sleep(Duration::from_millis(20));
+                hub.closed();
+            })
+        };
+        let started = Instant::now();
+        hub.drain(Duration::from_secs(5), Duration::from_secs(5));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the tab came and went"
+        );
+        assert!(hub.watched());
+        tab.join().unwrap();
     }
 
     #[test]

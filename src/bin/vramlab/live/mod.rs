@@ -21,6 +21,8 @@ pub use hub::Hub;
 
 /// How long the process waits, after the run's last event, for the tabs to receive it.
 const DRAIN: Duration = Duration::from_secs(3);
+/// How long a command that ended before any tab opened its page waits for one.
+const FIRST_TAB: Duration = Duration::from_secs(30);
 
 /// The page `bash .ci/play` builds, where `--page` is not given.
 fn default_page() -> PathBuf {
@@ -55,10 +57,17 @@ pub fn open(args: &LiveArgs, what: &str) -> anyhow::Result<Arc<Hub>> {
     Ok(hub)
 }
 
-/// The command is done: its last event goes out, and the tabs get a moment to receive it.
+/// The command is done: its last event goes out, and the tabs get a moment to receive it (a
+/// command no tab has watched yet waits a while for one).
 pub fn close(hub: &Hub) {
     hub.end();
-    hub.drain(DRAIN);
+    if !hub.watched() {
+        eprintln!(
+            "live: no tab has opened the page yet; waiting up to {} s for one to see the end",
+            FIRST_TAB.as_secs()
+        );
+    }
+    hub.drain(FIRST_TAB, DRAIN);
 }
 
 /// Train `config` on `gpu` as `train` does, shown live on the page; returns the run's timeline
