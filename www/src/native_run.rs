@@ -63,6 +63,9 @@ pub struct NativeRun {
     /// The command is paused (its last state event): a search's trial that ends, or starts,
     /// while it is leaves the page saying so.
     paused: StoredValue<bool>,
+    /// How the last run ended (finished or failed): what the page says once the command is
+    /// over, whatever a pause said between.
+    last_end: StoredValue<Status>,
 }
 
 impl NativeRun {
@@ -77,6 +80,7 @@ impl NativeRun {
             notes: RwSignal::new(Vec::new()),
             runs: RwSignal::new(0),
             paused: StoredValue::new(false),
+            last_end: StoredValue::new(Status::Finished),
         };
         live.native.set(true);
         live.status.set(Status::Starting);
@@ -205,8 +209,10 @@ impl NativeRun {
         // steps the run made before it paused.
         self.draw();
         let now = self.live.status.get_untracked();
-        // Between a search's trials the last one shows as finished, and the search goes on.
-        let between = now == Status::Finished && !self.over.get_untracked();
+        // Between a search's trials the last one shows as finished or failed (out of memory),
+        // and the search goes on.
+        let between =
+            matches!(now, Status::Finished | Status::Failed) && !self.over.get_untracked();
         if now.busy() || now == Status::Paused || between {
             self.live.status.set(self.status_going());
         }
@@ -227,6 +233,7 @@ impl NativeRun {
                 .count(),
         );
         live.show_finished(timeline);
+        self.last_end.set_value(Status::Finished);
         if self.paused.get_value() && !self.over.get_untracked() {
             live.status.set(Status::Paused);
         }
@@ -234,14 +241,24 @@ impl NativeRun {
 
     fn failed(self, failed: Failed) {
         self.draw();
+        self.last_end.set_value(Status::Failed);
         self.live.failed.set(failed.trace);
         self.live.fail(failed.message);
+        // A search paused at a trial that ran out of memory waits for Resume.
+        if self.paused.get_value() && !self.over.get_untracked() {
+            self.live.status.set(Status::Paused);
+        }
     }
 
     /// The command sent its last event: the browser must not reconnect (it would replay it
     /// all).
     fn close(self) {
         self.over.set(true);
+        // A pause that came during the last run's last step is over with the command.
+        let now = self.live.status.get_untracked();
+        if now.busy() || now == Status::Paused {
+            self.live.status.set(self.last_end.get_value());
+        }
         self.source.with_value(|s| {
             if let Some(source) = s {
                 source.close();

@@ -24,6 +24,12 @@ use crate::args::LiveArgs;
 use crate::live::{self, relay};
 use crate::subprocess::Subprocess;
 
+/// A report, and why it stopped short when the page stopped it.
+pub struct Judged {
+    pub report: Report,
+    pub stopped: Option<String>,
+}
+
 /// Run every claim of the catalog (or those about the `only` fields, and of those the ones whose
 /// folklore contains one of `texts`), with a progress bar on stderr; on `table` (a data section
 /// with its table read) instead of each claim's data. `as_page`: judged on what a page
@@ -37,7 +43,7 @@ pub fn run_all(
     table: Option<&DataConfig>,
     as_page: bool,
     live: &LiveArgs,
-) -> anyhow::Result<Report> {
+) -> anyhow::Result<Judged> {
     let bench = if as_page {
         Bench::as_page()
     } else {
@@ -99,6 +105,7 @@ pub fn run_all(
     let mut rows = Vec::new();
     let mut runner = Subprocess::new(false, live.cloned());
     let total = claims.len();
+    let mut stopped = None;
     for (entry, claim) in claims {
         bar.set_message(format!("{}: {}", entry.field, claim.folklore));
         let claim_started = Instant::now();
@@ -119,8 +126,8 @@ pub fn run_all(
                 "stopped from the page: the report has the {} of {total} claims judged before",
                 rows.len()
             );
-            bar.suspend(|| eprintln!("claims {why}"));
             relay::note(live, &why);
+            stopped = Some(why);
             break;
         }
         relay::note(
@@ -137,7 +144,7 @@ pub fn run_all(
     if let Some(hub) = live {
         live::close(hub);
     }
-    Ok(Report {
+    let report = Report {
         adapter: rows
             .iter()
             .find(|r| !r.adapter.is_empty())
@@ -145,7 +152,8 @@ pub fn run_all(
         bench,
         seconds: started.elapsed().as_secs_f64(),
         rows,
-    })
+    };
+    Ok(Judged { report, stopped })
 }
 
 fn ratio(off: Option<f64>, on: Option<f64>) -> String {

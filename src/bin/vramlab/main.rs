@@ -168,7 +168,7 @@ fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
         return claims::compare_page(page, native);
     }
     let table = args.table()?;
-    let report = claims::run_all(
+    let claims::Judged { report, stopped } = claims::run_all(
         &args.only,
         &args.claim,
         table.as_ref(),
@@ -184,7 +184,11 @@ fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
     } else {
         print!("{markdown}");
     }
-    Ok(())
+    // The report of the claims judged is out; that it lacks the rest is an error to a script.
+    match stopped {
+        Some(why) => anyhow::bail!("claims {why}"),
+        None => Ok(()),
+    }
 }
 
 fn bench_sampling(args: &TrainArgs) -> anyhow::Result<()> {

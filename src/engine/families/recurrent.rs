@@ -120,8 +120,9 @@ impl Family for Recurrent {
     /// plans at three sizes each (`vramlab bench-analytic`; 5.4-5.7 for the GRU, 11.2-12.0 for
     /// the LSTM): the gradients of the output sequence and of the states, and the gradient of
     /// every time step's projected inputs (a sequence per gate), gathered from the steps
-    /// before it reaches the input weights in one matmul. The GRU gathers it in one buffer;
-    /// the LSTM, whose steps hand back all four gates' share at once, holds three such.
+    /// before it reaches the input weights in one matmul. The GRU holds one such gradient
+    /// beside the two (five in all); the LSTM, whose steps hand back all four gates' share at
+    /// once, about two and a half (twelve in all).
     fn backward_working_set(&self, config: &RunConfig, b: u64) -> u64 {
         let length = config.data.sample_tokens() as u64;
         let gates = gates(self.lstm);
@@ -132,8 +133,16 @@ impl Family for Recurrent {
         )
     }
 
+    /// The sequence model's, and every time step's projected inputs (a sequence per gate),
+    /// formed by one matmul before the loop, and their gradient after it.
     fn largest_tensors(&self, config: &RunConfig, sizes: &TensorSizes) -> Vec<Oversized> {
-        sequence_tensors(config, sizes, false)
+        let mut tensors = sequence_tensors(config, sizes, false);
+        let values = sizes.batch
+            * config.data.sample_tokens() as u64
+            * gates(self.lstm)
+            * config.model.width as u64;
+        tensors.push(sizes.activation("every time step's projected inputs", values));
+        tensors
     }
 
     fn short(&self, config: &RunConfig) -> String {

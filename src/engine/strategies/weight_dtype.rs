@@ -344,12 +344,13 @@ fn check_quantized_base(config: &RunConfig) -> Result<(), ConfigError> {
         ));
     }
     if config.model.kind.family().keeps_f32_state() {
-        // Their cells call burn's `Linear::forward`, whose product with a quantized weight
-        // keeps a dequantized copy for backward, and they keep f32 state besides.
+        // Their cells read their stacked weights whole for the product (`stacked_cells`), which
+        // with a quantized weight keeps a dequantized copy for backward, and they keep f32
+        // state besides.
         return Err(ConfigError::invalid(
             "strategies.weight_dtype",
             format!(
-                "{name} is not available for model.kind = {} (burn's recurrent cells multiply \
+                "{name} is not available for model.kind = {} (vramlab's recurrent cells multiply \
                  by their weights themselves, keeping each dequantized for backward); models for \
                  it: mlp, cnn, transformer, llama; or use f16 or f32",
                 config.model.kind.name()

@@ -26,9 +26,10 @@ pub struct Hub {
 struct State {
     /// Every event so far but the traces, framed.
     events: Vec<Frame>,
-    /// The latest step's trace and a count of the traces published (a tab sends the trace
-    /// again when the count moved).
-    trace: Option<(u64, Frame)>,
+    /// The latest step's trace (none since a run started and before its first step).
+    trace: Option<Frame>,
+    /// The traces published so far: a tab sends the trace when the count moved.
+    traces: u64,
     paused: bool,
     stop: bool,
     /// The run has sent its last event: the streams end once they sent it.
@@ -37,6 +38,17 @@ struct State {
     streams: usize,
     /// A stream has opened at some point.
     watched: bool,
+}
+
+impl State {
+    /// An event for every tab; a run's start drops the last run's trace (a tab that connects
+    /// before the new run's first step must not show the old one's memory as its own).
+    fn push(&mut self, name: &str, frame: Frame) {
+        if name == event::STARTED {
+            self.trace = None;
+        }
+        self.events.push(frame);
+    }
 }
 
 /// What a stream has still to send, and whether it is done after that.
@@ -78,7 +90,7 @@ impl Hub {
 
     pub fn publish(&self, name: &str, data: &impl Serialize) {
         let frame = frame(name, data);
-        self.lock().events.push(frame);
+        self.lock().push(name, frame);
         self.changed.notify_all();
     }
 
@@ -88,7 +100,7 @@ impl Hub {
         if name == event::TRACE {
             self.keep_trace(frame);
         } else {
-            self.lock().events.push(frame);
+            self.lock().push(name, frame);
             self.changed.notify_all();
         }
     }
@@ -99,8 +111,8 @@ impl Hub {
 
     fn keep_trace(&self, frame: Frame) {
         let mut state = self.lock();
-        let count = state.trace.as_ref().map_or(1, |(count, _)| count + 1);
-        state.trace = Some((count, frame));
+        state.traces += 1;
+        state.trace = Some(frame);
         drop(state);
         self.changed.notify_all();
     }
@@ -146,6 +158,11 @@ impl Hub {
 
     /// Take a control from the page; the state it leaves is announced to every tab.
     pub fn control(&self, control: Control) {
+        // Held throughout, so the controls reach the run in the order the state took them.
+        let mut downstream = self
+            .downstream
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut state = self.lock();
         match control {
             Control::Pause => state.paused = true,
@@ -163,10 +180,6 @@ impl Hub {
         state.events.push(frame(event::STATE, &now));
         drop(state);
         self.changed.notify_all();
-        let mut downstream = self
-            .downstream
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(to) = downstream.as_mut() {
             // A trial that ended meanwhile has nothing to act on.
             let _ = writeln!(to, "{}", control.word()).and_then(|()| to.flush());
@@ -208,9 +221,7 @@ impl Hub {
         let state = self.lock();
         let behind = |s: &State| {
             s.events.len() > cursor.events
-                || s.trace
-                    .as_ref()
-                    .is_some_and(|(count, _)| *count != cursor.trace)
+                || (s.trace.is_some() && s.traces != cursor.trace)
                 || s.ended
         };
         let (state, _) = self
@@ -222,11 +233,11 @@ impl Hub {
             events: state.events.len(),
             trace: cursor.trace,
         };
-        if let Some((count, trace)) = &state.trace
-            && *count != cursor.trace
+        if let Some(trace) = &state.trace
+            && state.traces != cursor.trace
         {
             frames.push(trace.clone());
-            next.trace = *count;
+            next.trace = state.traces;
         }
         News {
             frames,
@@ -377,6 +388,27 @@ mod tests {
         );
         assert!(hub.watched());
         tab.join().unwrap();
+    }
+
+    #[test]
+    fn a_new_run_drops_the_last_runs_trace() {
+        let hub = Hub::new();
+        hub.publish_json(event::STARTED, "1");
+        hub.publish_json(event::TRACE, "\"first run's\"");
+        let seen = hub.news(Cursor::default(), Duration::ZERO);
+        hub.publish_json(event::STARTED, "2");
+        let late = hub.news(Cursor::default(), Duration::ZERO);
+        assert!(late.frames.iter().all(|f| !f.contains("first run's")));
+        hub.publish_json(event::TRACE, "\"second run's\"");
+        let news = hub.news(seen.cursor, Duration::ZERO);
+        let text: Vec<&str> = news.frames.iter().map(|f| &**f).collect();
+        assert_eq!(
+            text,
+            [
+                "event: started\ndata: 2\n\n",
+                "event: trace\ndata: \"second run's\"\n\n"
+            ]
+        );
     }
 
     #[test]
