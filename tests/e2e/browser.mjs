@@ -23,3 +23,14 @@ export function launch(extraArgs = [], { webgpu = true } = {}) {
       '--disable-sync', `--user-data-dir=${fs.mkdtempSync('/tmp/vramlab-chromium-')}`, ...extraArgs],
   });
 }
+
+/** A tab of its own (a fresh context) on `address`, recording the page's errors. */
+export async function openTab(browser, address) {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(address);
+  return { context, page, errors };
+}

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { launch } from './browser.mjs';
+import { launch, openTab } from './browser.mjs';
 
 const [dist, shots, binary] = process.argv.slice(2);
 if (!dist || !shots || !binary) {
@@ -47,16 +47,6 @@ const address = await new Promise((resolve, reject) => {
 console.log(`native run serving ${address}`);
 
 const browser = await launch();
-/** A tab on the live page, recording its errors. */
-async function open() {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 1000 } });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(address);
-  return { context, page, errors };
-}
 /** What the banner says the charts drew last. */
 const drawn = (page) => page.$eval('#native-run', (e) => ({
   steps: Number(e.dataset.steps),
@@ -71,7 +61,7 @@ const statusIs = (page, wanted, timeout = 30_000) => page.waitForFunction(
 
 const samples = [];
 try {
-  const first = await open();
+  const first = await openTab(browser, address);
   await stepsAtLeast(first.page, 20);
   const banner = await first.page.textContent('#native-run');
   check(/\(vulkan\)/.test(banner), `the page names the native adapter and backend: "${banner.slice(0, 90)}..."`);
@@ -84,7 +74,7 @@ try {
   }
   check(samples.at(-1).steps > samples[0].steps, `steps arrive live (${samples[0].steps} then ${samples.at(-1).steps} drawn)`);
 
-  const second = await open();
+  const second = await openTab(browser, address);
   const seen = samples.at(-1).steps;
   await stepsAtLeast(second.page, seen);
   check(true, `a second tab sees the same run from its first step (${seen}+ steps)`);
