@@ -233,18 +233,21 @@ impl NativeRun {
                 .count(),
         );
         live.show_finished(timeline);
-        self.last_end.set_value(Status::Finished);
-        if self.paused.get_value() && !self.over.get_untracked() {
-            live.status.set(Status::Paused);
-        }
+        self.run_ended(Status::Finished);
     }
 
     fn failed(self, failed: Failed) {
         self.draw();
-        self.last_end.set_value(Status::Failed);
         self.live.failed.set(failed.trace);
         self.live.fail(failed.message);
-        // A search paused at a trial that ran out of memory waits for Resume.
+        self.run_ended(Status::Failed);
+    }
+
+    /// A run ended as `how` (its status already set): what the page says once the command is
+    /// over. A command paused meanwhile (a search at a trial that finished or ran out of
+    /// memory) still says "paused" and waits for Resume.
+    fn run_ended(self, how: Status) {
+        self.last_end.set_value(how);
         if self.paused.get_value() && !self.over.get_untracked() {
             self.live.status.set(Status::Paused);
         }

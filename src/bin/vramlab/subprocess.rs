@@ -26,7 +26,9 @@ pub struct OutOfMemoryReport {
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// Why a live command's run gave no outcome: the page asked the command to stop.
-pub const STOPPED: &str = "stopped from the page";
+#[derive(Debug, thiserror::Error)]
+#[error("stopped from the page")]
+pub struct Stopped;
 
 /// Train `config` in a new process of this binary; as a plan's dry run when `dry_run`; shown
 /// on the page of `live` when given (waiting first while the page has the command paused).
@@ -54,7 +56,7 @@ pub fn train(config: &RunConfig, dry_run: bool, live: Option<&Hub>) -> anyhow::R
                 stdout: out.stdout,
                 stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             }),
-        Some(hub) if hub.stop_requested() => Err(anyhow::anyhow!(STOPPED)),
+        Some(hub) if hub.stop_requested() => Err(Stopped.into()),
         Some(hub) => {
             command.arg(relay::FLAG);
             relay::run(command, hub)
@@ -70,7 +72,7 @@ pub fn train(config: &RunConfig, dry_run: bool, live: Option<&Hub>) -> anyhow::R
             // A run stopped midway is no answer to what it was run for; one that made all its
             // steps before the stop came is.
             if stopped && timeline.steps.len() < config.steps {
-                anyhow::bail!(STOPPED);
+                return Err(Stopped.into());
             }
             Ok(RunOutcome::Fit(timeline))
         }
@@ -79,7 +81,7 @@ pub fn train(config: &RunConfig, dry_run: bool, live: Option<&Hub>) -> anyhow::R
                 .context("reading the run's out-of-memory report")?;
             Ok(RunOutcome::OutOfMemory(Box::new(report.out_of_memory)))
         }
-        _ if stopped => anyhow::bail!(STOPPED),
+        _ if stopped => Err(Stopped.into()),
         _ => anyhow::bail!("vramlab train {}: {}", config.name, ended.stderr),
     }
 }
@@ -109,11 +111,10 @@ impl Subprocess {
 impl Runner for Subprocess {
     async fn train(&mut self, config: RunConfig) -> Result<RunOutcome, EngineError> {
         train(&config, self.dry_run, self.live.as_deref()).map_err(|err| {
-            let message = format!("{err:#}");
-            self.cut_short |= message == STOPPED;
+            self.cut_short |= err.is::<Stopped>();
             EngineError::Device {
                 phase: "run".into(),
-                message,
+                message: format!("{err:#}"),
             }
         })
     }

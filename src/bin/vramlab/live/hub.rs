@@ -59,6 +59,14 @@ pub struct News {
     pub ended: bool,
 }
 
+#[cfg(test)]
+impl News {
+    /// The frames as text, for a test to compare.
+    pub fn texts(&self) -> Vec<&str> {
+        self.frames.iter().map(|f| &**f).collect()
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 pub struct Cursor {
     events: usize,
@@ -69,6 +77,12 @@ pub struct Cursor {
 fn frame(name: &str, data: &impl Serialize) -> Frame {
     let json = serde_json::to_string(data).expect("the live events serialize");
     raw_frame(name, &json)
+}
+
+/// Send `control` on to a trial's process, one word a line. A trial that ended meanwhile has
+/// nothing to act on, so a closed pipe is not an error.
+fn tell(to: &mut dyn Write, control: Control) {
+    let _ = writeln!(to, "{}", control.word()).and_then(|()| to.flush());
 }
 
 /// The frame of `name` with `json`, already serialized on one line.
@@ -89,30 +103,28 @@ impl Hub {
     }
 
     pub fn publish(&self, name: &str, data: &impl Serialize) {
-        let frame = frame(name, data);
-        self.lock().push(name, frame);
-        self.changed.notify_all();
+        self.publish_frame(name, frame(name, data));
     }
 
     /// An event another process serialized (one line of JSON), passed on as it came.
     pub fn publish_json(&self, name: &str, json: &str) {
-        let frame = raw_frame(name, json);
-        if name == event::TRACE {
-            self.keep_trace(frame);
-        } else {
-            self.lock().push(name, frame);
-            self.changed.notify_all();
-        }
+        self.publish_frame(name, raw_frame(name, json));
     }
 
     pub fn publish_trace(&self, data: &impl Serialize) {
-        self.keep_trace(frame(event::TRACE, data));
+        self.publish(event::TRACE, data);
     }
 
-    fn keep_trace(&self, frame: Frame) {
+    /// A trace replaces the last one (a late tab is sent the latest only); any other event is
+    /// kept for every tab.
+    fn publish_frame(&self, name: &str, frame: Frame) {
         let mut state = self.lock();
-        state.traces += 1;
-        state.trace = Some(frame);
+        if name == event::TRACE {
+            state.traces += 1;
+            state.trace = Some(frame);
+        } else {
+            state.push(name, frame);
+        }
         drop(state);
         self.changed.notify_all();
     }
@@ -145,8 +157,7 @@ impl Hub {
             };
             drop(state);
             if let Some(control) = pending {
-                // A process that already ended has nothing to stop.
-                let _ = writeln!(to, "{}", control.word()).and_then(|()| to.flush());
+                tell(to, control);
             }
         }
     }
@@ -181,8 +192,7 @@ impl Hub {
         drop(state);
         self.changed.notify_all();
         if let Some(to) = downstream.as_mut() {
-            // A trial that ended meanwhile has nothing to act on.
-            let _ = writeln!(to, "{}", control.word()).and_then(|()| to.flush());
+            tell(to, control);
         }
     }
 
@@ -284,9 +294,8 @@ mod tests {
         hub.publish(event::STEP, &2);
         hub.publish_trace(&"second");
         let news = hub.news(Cursor::default(), Duration::ZERO);
-        let text: Vec<&str> = news.frames.iter().map(|f| &**f).collect();
         assert_eq!(
-            text,
+            news.texts(),
             [
                 "event: step\ndata: 1\n\n",
                 "event: step\ndata: 2\n\n",
@@ -299,9 +308,8 @@ mod tests {
         hub.control(Control::Pause);
         hub.end();
         let last = hub.news(again.cursor, Duration::ZERO);
-        let text: Vec<&str> = last.frames.iter().map(|f| &**f).collect();
         assert_eq!(
-            text,
+            last.texts(),
             [
                 "event: state\ndata: \"paused\"\n\n",
                 "event: over\ndata: null\n\n"
@@ -351,9 +359,8 @@ mod tests {
         hub.publish_json(event::TRACE, "{\"a\":1}");
         hub.publish_json(event::TRACE, "{\"a\":2}");
         let news = hub.news(Cursor::default(), Duration::ZERO);
-        let text: Vec<&str> = news.frames.iter().map(|f| &**f).collect();
         assert_eq!(
-            text,
+            news.texts(),
             [
                 "event: note\ndata: \"trial 1\"\n\n",
                 "event: trace\ndata: {\"a\":2}\n\n"
@@ -401,9 +408,8 @@ mod tests {
         assert!(late.frames.iter().all(|f| !f.contains("first run's")));
         hub.publish_json(event::TRACE, "\"second run's\"");
         let news = hub.news(seen.cursor, Duration::ZERO);
-        let text: Vec<&str> = news.frames.iter().map(|f| &**f).collect();
         assert_eq!(
-            text,
+            news.texts(),
             [
                 "event: started\ndata: 2\n\n",
                 "event: trace\ndata: \"second run's\"\n\n"

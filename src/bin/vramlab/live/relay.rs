@@ -8,20 +8,17 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use vramlab::engine::train::live::{Control, event};
 use vramlab::engine::{EngineError, Gpu, RunConfig, Timeline};
 
-use super::hub::{Cursor, Hub};
+use super::hub::Hub;
+use super::server;
 use crate::progress::Progress;
 
 /// The flag that starts a run as a relayed one.
 pub const FLAG: &str = "--relay-live";
-
-/// How long the writer waits with nothing new before looking again (it ends with the run).
-const POLL: Duration = Duration::from_secs(1);
 
 /// The relayed run's side: train `config` as `train --live` does, its events written on
 /// standard error and the controls read from standard input; when standard input closes (the
@@ -44,22 +41,10 @@ pub fn serve_parent(
         controls.control(Control::Stop);
     });
     let events = hub.clone();
-    let writer = std::thread::spawn(move || {
-        let mut cursor = Cursor::default();
-        loop {
-            let news = events.news(cursor, POLL);
-            for frame in &news.frames {
-                // One write a frame: an error line of this process cannot land inside one.
-                if std::io::stderr().write_all(frame.as_bytes()).is_err() {
-                    return;
-                }
-            }
-            cursor = news.cursor;
-            if news.ended {
-                return;
-            }
-        }
-    });
+    // As a tab's stream is sent: one write a frame, so an error line of this process cannot
+    // land inside one.
+    let writer =
+        std::thread::spawn(move || server::send_until_ended(&mut std::io::stderr(), &events));
     let ended = super::run_published(config, gpu, &hub, progress);
     hub.end();
     let _ = writer.join();
@@ -115,7 +100,9 @@ fn pass_on(reader: impl BufRead, hub: &Hub) -> String {
     let mut name: Option<String> = None;
     for line in reader.lines() {
         let Ok(line) = line else { break };
-        if let Some(event) = line.strip_prefix("event: ") {
+        if line.starts_with(':') {
+            // A comment: the stream's keep-alive.
+        } else if let Some(event) = line.strip_prefix("event: ") {
             name = Some(event.to_string());
         } else if let (Some(data), Some(event)) = (line.strip_prefix("data: "), name.take()) {
             if event != event::STATE && event != event::OVER {
@@ -138,19 +125,22 @@ pub fn note(hub: Option<&Arc<Hub>>, text: &str) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::live::hub::Cursor;
 
     #[test]
     fn a_relayed_runs_events_pass_on_and_its_other_lines_are_kept_as_its_error() {
         let hub = Hub::new();
         let stderr = "event: started\ndata: {\"a\":1}\n\nevent: state\ndata: \"paused\"\n\n\
-                      Error: out of memory\nevent: step\ndata: 2\n\nevent: over\ndata: null\n\n";
+                      : keep-alive\n\nError: out of memory\nevent: step\ndata: 2\n\n\
+                      event: over\ndata: null\n\n";
         let other = pass_on(stderr.as_bytes(), &hub);
         assert_eq!(other, "Error: out of memory\n");
         let news = hub.news(Cursor::default(), Duration::ZERO);
-        let text: Vec<&str> = news.frames.iter().map(|f| &**f).collect();
         assert_eq!(
-            text,
+            news.texts(),
             [
                 "event: started\ndata: {\"a\":1}\n\n",
                 "event: step\ndata: 2\n\n"

@@ -94,7 +94,9 @@ fn stream(request: Request, hub: &Hub) -> std::io::Result<()> {
     sent
 }
 
-fn send_until_ended(writer: &mut dyn Write, hub: &Hub) -> std::io::Result<()> {
+/// The run's events from the first, then as they come, written to `writer` (a tab's stream, or
+/// a relayed run's standard error) until the run's last one.
+pub(super) fn send_until_ended(writer: &mut dyn Write, hub: &Hub) -> std::io::Result<()> {
     let mut cursor = Cursor::default();
     loop {
         let news = hub.news(cursor, KEEP_ALIVE);
