@@ -1,7 +1,7 @@
 //! Families added through the one-module `Family` trait (`engine::families`): each builds what
 //! its estimate counts, trains natively, and takes the fine-tuning recipes its base family does.
 
-use super::support::{config, gpu, loss_ends, run};
+use super::support::{config, gpu, loss_ends, run, shared_run};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use vramlab::engine::config::ModelKind;
@@ -41,7 +41,7 @@ fn the_tiny_qwen3_builds_what_its_estimate_counts() {
 #[test]
 fn the_tiny_qwen3_trains_with_falling_loss() {
     let (_lock, gpu) = gpu();
-    let timeline = run(
+    let timeline = shared_run(
         &gpu,
         config("sort-qwen3", &["steps=20", "eval_every=0", "batch_size=64"]),
     );
@@ -110,7 +110,7 @@ fn the_tiny_gemmas_build_what_their_estimates_count() {
 fn the_tiny_gemmas_train_with_falling_loss() {
     let (_lock, gpu) = gpu();
     for name in ["sort-gemma2", "sort-gemma3"] {
-        let timeline = run(
+        let timeline = shared_run(
             &gpu,
             config(name, &["steps=20", "eval_every=0", "batch_size=64"]),
         );
@@ -196,7 +196,7 @@ fn the_tiny_phi3_holds_its_projections_fused_as_phi3_does() {
 #[test]
 fn the_tiny_phi3_trains_with_falling_loss() {
     let (_lock, gpu) = gpu();
-    let timeline = run(
+    let timeline = shared_run(
         &gpu,
         config("sort-phi3", &["steps=20", "eval_every=0", "batch_size=64"]),
     );

@@ -8,7 +8,7 @@ use vramlab::engine::Run;
 use vramlab::engine::models::RoutingSource;
 use vramlab::engine::ops::{attention, cross_entropy};
 
-use super::support::{config, gpu, relative_gap, run};
+use super::support::{config, gpu, relative_gap, run, shared_run};
 
 fn random<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::random(shape, Distribution::Normal(0.0, 1.0), device)
@@ -153,7 +153,8 @@ fn fused_cross_entropy_equals_burns_loss_in_value_and_gradient() {
 fn fused_run_follows_naive_run(preset: &str) {
     let (_lock, gpu) = gpu();
     let sets = ["steps=20", "eval_every=0", "batch_size=64"];
-    let naive = run(&gpu, config(preset, &sets));
+    // The naive run is the tiny family's own falling-loss run (tests/suite/families.rs).
+    let naive = shared_run(&gpu, config(preset, &sets));
     let fused_sets: Vec<&str> = sets
         .iter()
         .copied()
