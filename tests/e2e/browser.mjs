@@ -24,6 +24,19 @@ export function launch(extraArgs = [], { webgpu = true } = {}) {
   });
 }
 
+/** Fields for a sort preset's link that hold out 102 sequences instead of 1,024: the closing
+ * evaluation of the test split is about 30 s of a short run on SwiftShader. */
+export const SMALL_TEST_SPLIT = 'data.samples=2048&data.test_fraction=0.05';
+
+/** Press Start on `page` and wait for its run to end (15 minutes at most); the status it ended
+ * with. */
+export async function runToEnd(page) {
+  await page.$eval('#start', (b) => b.click());
+  await page.waitForFunction(() => ['finished', 'stopped'].includes(document.querySelector('#status')?.textContent),
+    null, { timeout: 900_000, polling: 200 });
+  return page.textContent('#status');
+}
+
 /** A tab of its own (a fresh context) on `address`, recording the page's errors. */
 export async function openTab(browser, address) {
   const context = await browser.newContext({ viewport: { width: 1366, height: 1000 } });

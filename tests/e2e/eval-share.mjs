@@ -6,9 +6,8 @@
 //   node tests/e2e/eval-share.mjs DIST [PRESET]...
 import path from 'node:path';
 
-import { launch, serve } from './browser.mjs';
+import { launch, runToEnd, serve, SMALL_TEST_SPLIT } from './browser.mjs';
 
-const SMALL_SPLIT = 'data.samples=2048&data.test_fraction=0.05';
 const [dist, ...named] = process.argv.slice(2);
 if (!dist) {
   console.error('usage: node tests/e2e/eval-share.mjs DIST [PRESET]...');
@@ -26,19 +25,17 @@ async function sixSteps(hash) {
   await page.goto(`${server.base}#${hash}&steps=6`);
   await page.waitForSelector('#shader-f16', { timeout: 120_000 });
   const started = Date.now();
-  await page.$eval('#start', (b) => b.click());
-  await page.waitForFunction(() => ['finished', 'stopped'].includes(document.querySelector('#status')?.textContent),
-    null, { timeout: 900_000, polling: 200 });
+  const status = await runToEnd(page);
   const seconds = (Date.now() - started) / 1000;
-  if (await page.textContent('#status') !== 'finished') failures += 1;
+  if (status !== 'finished') failures += 1;
   await context.close();
   return seconds;
 }
 
-console.log(`${'preset'.padEnd(18)} ${'1,024 held out'.padStart(15)} ${'102 held out'.padStart(13)} ${'difference'.padStart(11)}`);
+console.log(`${'preset'.padEnd(18)} ${'own test split'.padStart(15)} ${'102 held out'.padStart(13)} ${'difference'.padStart(11)}`);
 for (const preset of presets) {
   const whole = await sixSteps(`preset=${preset}`);
-  const small = await sixSteps(`preset=${preset}&${SMALL_SPLIT}`);
+  const small = await sixSteps(`preset=${preset}&${SMALL_TEST_SPLIT}`);
   console.log(`${preset.padEnd(18)} ${whole.toFixed(1).padStart(13)} s ${small.toFixed(1).padStart(11)} s ${(whole - small).toFixed(1).padStart(9)} s`);
 }
 await browser.close();

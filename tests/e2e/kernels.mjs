@@ -9,7 +9,7 @@
 //   node tests/e2e/kernels.mjs DIST [PRESET]...
 import path from 'node:path';
 
-import { launch, serve } from './browser.mjs';
+import { launch, runToEnd, serve } from './browser.mjs';
 
 const ALL = ['spiral-mlp', 'circle-tiny', 'digits-cnn', 'digits-mlp', 'sort-gru', 'sort-lstm',
   'sort-transformer', 'sort-gpt', 'sort-llama', 'sort-qwen3', 'sort-gemma2', 'sort-gemma3',
@@ -43,11 +43,8 @@ for (const preset of presets) {
   await page.waitForSelector('#shader-f16', { timeout: 120_000 });
   const before = await page.evaluate(() => window.vramlabShaders.length);
   const started = Date.now();
-  await page.$eval('#start', (b) => b.click());
-  await page.waitForFunction(() => ['finished', 'stopped'].includes(document.querySelector('#status')?.textContent),
-    null, { timeout: 900_000, polling: 200 });
+  const status = await runToEnd(page);
   const seconds = (Date.now() - started) / 1000;
-  const status = await page.textContent('#status');
   const sources = (await page.evaluate(() => window.vramlabShaders)).slice(before);
   const distinct = new Set(sources);
   // With every number blanked, equal sources are kernels that differ only in a number.

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { launch, serve } from './browser.mjs';
+import { launch, serve, SMALL_TEST_SPLIT } from './browser.mjs';
 import { timeLoads } from './timing.mjs';
 
 const [distArg, shots] = process.argv.slice(2);
@@ -286,13 +286,12 @@ await page.dispatchEvent('input[name="budget"]', 'change');
 check(await trainToEnd('after the out-of-memory, no budget') === 'finished', 'after an out-of-memory the page trains again');
 
 // The sort presets' runs below end with an evaluation of their test split (1,024 sequences),
-// about 30 s on SwiftShader for each run: none of their checks reads it, so they train on
-// 2,048 sequences with a twentieth held out (102), and the evaluation still runs, shorter.
-const smallSplit = 'data.samples=2048&data.test_fraction=0.05';
+// about 30 s on SwiftShader for each run: none of their checks reads it, so they hold out 102
+// (SMALL_TEST_SPLIT), and the evaluation still runs, shorter.
 
 // 5a. The sort transformer trains with vramlab's fused attention and loss on WebGPU: the run
 // finishes, its exported losses fall, and the page reports no error.
-await page.goto(`${base}#preset=sort-transformer&steps=10&eval_every=0&batch_size=32&${smallSplit}&strategies.attention=fused&strategies.cross_entropy=fused`);
+await page.goto(`${base}#preset=sort-transformer&steps=10&eval_every=0&batch_size=32&${SMALL_TEST_SPLIT}&strategies.attention=fused&strategies.cross_entropy=fused`);
 await page.reload();
 await page.waitForSelector('#shader-f16', { timeout: 120_000 });
 check(await trainToEnd('sort-transformer, fused attention and loss, 10 steps at batch 32') === 'finished',
@@ -309,7 +308,7 @@ check(fusedLosses.length === 10 && fusedLast < fusedFirst,
 // 5b. Fine-tuning on WebGPU: the Llama-style preset trained whole, pinned, then with LoRA
 // adapters (rank 4): the runs finish, and the A/B table's categories show gradients and
 // optimizer state shrinking to the adapters' share while the parameters stay.
-await page.goto(`${base}#preset=sort-llama&steps=4&eval_every=0&batch_size=16&${smallSplit}`);
+await page.goto(`${base}#preset=sort-llama&steps=4&eval_every=0&batch_size=16&${SMALL_TEST_SPLIT}`);
 await page.reload();
 await page.waitForSelector('#shader-f16', { timeout: 120_000 });
 check(await trainToEnd('sort-llama, every weight trains, 4 steps at batch 16') === 'finished',
@@ -335,7 +334,7 @@ await page.screenshot({ path: path.join(shots, '5b-lora.png'), fullPage: true })
 // 5b2. A mixture of experts on WebGPU: the tiny Mixtral trains a few steps, each block's
 // routing read back (awaited) from the GPU; the summary says what its router did and the
 // exported run carries the measured tokens per expert.
-await page.goto(`${base}#preset=sort-mixtral&steps=3&eval_every=0&batch_size=16&${smallSplit}`);
+await page.goto(`${base}#preset=sort-mixtral&steps=3&eval_every=0&batch_size=16&${SMALL_TEST_SPLIT}`);
 await page.reload();
 await page.waitForSelector('#shader-f16', { timeout: 120_000 });
 check(await trainToEnd('sort-mixtral, 3 steps at batch 16') === 'finished', 'the mixture of experts trains on WebGPU');

@@ -1,6 +1,6 @@
 //! Shared helpers: the GPU lock and short runs of presets.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::tensor::{FloatDType, Tensor};
@@ -57,34 +57,24 @@ pub fn run(gpu: &Gpu, config: RunConfig) -> Timeline {
 }
 
 /// Runs made by [`shared_run`], by their configuration's JSON.
-static SHARED_RUNS: Mutex<Option<HashMap<String, Arc<Timeline>>>> = Mutex::new(None);
+static SHARED_RUNS: Mutex<BTreeMap<String, Arc<Timeline>>> = Mutex::new(BTreeMap::new());
 
 /// A run of `config` that the suite may share: the timeline of an identical configuration run
 /// earlier in this process, else a new run (kept for the next test that asks). For tests that
 /// only read a run's losses and bytes in use. Sharing loses nothing they check: [`run`] holds
-/// every run to start from the baseline, so an identical configuration trains to the same losses
-/// and in-use figures wherever it runs (same seed, same kernels). Not for reserved bytes: the
-/// pools a process has grown stay reserved, so those depend on what ran before. Several tests train the same short run of a preset (a tiny
-/// family's falling loss and the naive side of its fused comparison), and on lavapipe each
-/// costs seconds of the suite's wall time.
+/// every run to start from the baseline, so an identical configuration trains to the same
+/// losses and in-use figures wherever it runs (same seed, same kernels). Not for reserved
+/// bytes: the pools a process has grown stay reserved, so those depend on what ran before.
+/// Several tests train the same short run of a preset (a tiny family's falling loss and the
+/// naive side of its fused comparison), and on lavapipe each costs seconds of the suite's wall
+/// time. The caller holds the GPU lock, so holding this map's lock across the run waits on
+/// nothing else.
 pub fn shared_run(gpu: &Gpu, config: RunConfig) -> Arc<Timeline> {
     let key = serde_json::to_string(&config).expect("a configuration serializes");
-    let known = SHARED_RUNS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .get(&key)
-        .cloned();
-    if let Some(timeline) = known {
-        return timeline;
-    }
-    let timeline = Arc::new(run(gpu, config));
-    SHARED_RUNS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(key, timeline.clone());
-    timeline
+    let mut runs = SHARED_RUNS.lock().unwrap_or_else(|p| p.into_inner());
+    runs.entry(key)
+        .or_insert_with(|| Arc::new(run(gpu, config)))
+        .clone()
 }
 
 /// The built binary, as a user runs it.
