@@ -4,7 +4,12 @@
 //! its buffers held before. Seen in the test suite, where tests run two at a time: a tiny
 //! Mixtral trained beside a plan read a first loss of 0.0054, then NaN, and its router sent
 //! every token of a pass to one expert. So a run waits for the open plans to end and a plan for
-//! the open runs of other threads; runs share the device among themselves, and so do plans.
+//! the open runs of other threads. Runs share the device among themselves (the test suite's
+//! GPU lock keeps its own to one at a time); a plan has the process to itself, for the launch
+//! observer that reads the high-water mark is process-wide too: a plan made beside another
+//! thread's plan read its device at the other's launches as well (and on the shared planning
+//! device, the other's tensors), and `plan --compare-page`'s test saw an optimizer high-water
+//! 524 KB over the same plan made alone.
 //!
 //! A thread does one thing at a time, so its own turns never wait for each other: a thread
 //! that holds a run's turn may plan (the test suite holds one for each test that uses the
@@ -39,14 +44,15 @@ pub struct Turn {
 static OPEN: Mutex<Vec<(Launches, ThreadId)>> = Mutex::new(Vec::new());
 static ENDED: Condvar = Condvar::new();
 
-/// Wait until no other thread holds a turn of the other kind, then open one of `launches`.
+/// Wait until no other thread holds a turn this one excludes (a plan's, or any turn when this
+/// is a plan), then open one of `launches`.
 pub fn take_turn(launches: Launches) -> Turn {
     let thread = std::thread::current().id();
     let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
     while !cfg!(target_arch = "wasm32")
-        && open
-            .iter()
-            .any(|&(kind, held_by)| kind != launches && held_by != thread)
+        && open.iter().any(|&(kind, held_by)| {
+            held_by != thread && (kind == Launches::Dropped || launches == Launches::Dropped)
+        })
     {
         open = ENDED.wait(open).unwrap_or_else(PoisonError::into_inner);
     }
@@ -76,7 +82,7 @@ mod tests {
 
     /// One test for the whole module: the turns are process-wide, and tests run in parallel.
     #[test]
-    fn a_plan_waits_for_other_threads_runs_and_not_for_its_own() {
+    fn a_plan_waits_for_other_threads_runs_and_plans_and_not_for_its_own() {
         let run = take_turn(Launches::Executed);
         let second_run = take_turn(Launches::Executed);
         // This thread's own run does not hold its plan back.
@@ -98,5 +104,23 @@ mod tests {
             .recv_timeout(Duration::from_secs(30))
             .expect("the plan starts once the runs end");
         planner.join().unwrap();
+
+        // Another thread's plan waits for this thread's plan.
+        let plan = take_turn(Launches::Dropped);
+        let (sender, receiver) = mpsc::channel();
+        let second = std::thread::spawn(move || {
+            let turn = take_turn(Launches::Dropped);
+            sender.send(()).unwrap();
+            drop(turn);
+        });
+        assert!(
+            receiver.recv_timeout(Duration::from_millis(300)).is_err(),
+            "another thread's plan waits while a plan is still open"
+        );
+        drop(plan);
+        receiver
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the second plan starts once the first ends");
+        second.join().unwrap();
     }
 }

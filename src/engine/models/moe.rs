@@ -14,6 +14,7 @@
 //! expert receives `tokens x top_k / experts`, the remainder to the first ones) unless it is
 //! handed the counts a real run logged.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -349,16 +350,29 @@ impl Experts {
             .routing
             .choose(routed.chosen.clone(), self.experts.len(), recomputed)
             .await;
-        self.combine(routed, &assignment, hook)
+        // Uploaded here, straight after the read drained the device's queue. Uploaded between
+        // the experts' kernels, an expert's index tensors were allocated before one launch in
+        // some plans and after it in others, identical plans in one process (fusion decides
+        // when queued kernels launch): sort-mixtral's plan came out 3,776 B under its run in
+        // one case in ten (two index tensors of 1,888 B), and 65,984 B under in evaluation.
+        let dispatch = Dispatch::upload(
+            &assignment,
+            self.experts.len(),
+            self.top_k,
+            &routed.rows.device(),
+        );
+        self.combine(routed, &dispatch, hook)
     }
 
     /// The expert mixture of `x` as backward recomputes a checkpointed block: routed as its
     /// forward pass was.
     pub fn forward_recomputed(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
+        // Uploaded before the router's kernels are queued (see `forward`).
+        let assignment = self.routing.recomputed();
+        let dispatch = Dispatch::upload(&assignment, self.experts.len(), self.top_k, &x.device());
         let routed = self.route(x);
         hook.after(Op::Router);
-        let assignment = self.routing.recomputed();
-        self.combine(routed, &assignment, hook)
+        self.combine(routed, &dispatch, hook)
     }
 
     /// The router: each token's top-k experts and their weights, softmax in f32 as
@@ -380,13 +394,8 @@ impl Experts {
         }
     }
 
-    /// Each expert on the rows `assignment` sends it, weighted, added back at their rows.
-    fn combine(
-        &self,
-        routed: Routed,
-        assignment: &[usize],
-        hook: &mut impl LayerHook,
-    ) -> Tensor<3> {
+    /// Each expert on the rows `dispatch` sends it, weighted, added back at their rows.
+    fn combine(&self, routed: Routed, dispatch: &Dispatch, hook: &mut impl LayerHook) -> Tensor<3> {
         let Routed {
             rows,
             weights,
@@ -397,20 +406,12 @@ impl Experts {
         let [tokens, width] = rows.dims();
         let device = rows.device();
         let mut out = Tensor::<2>::zeros([tokens, width], (&device, rows.dtype()));
-        // Each expert's slots (token `slot / top_k`, its weight `slot`), in one pass.
-        let mut slots_of = vec![Vec::new(); self.experts.len()];
-        for (slot, &expert) in assignment.iter().enumerate() {
-            slots_of[expert].push(slot as i64);
-        }
-        for (expert, slots) in self.experts.iter().zip(slots_of) {
-            if slots.is_empty() {
+        for (expert, range) in self.experts.iter().zip(&dispatch.ranges) {
+            if range.is_empty() {
                 continue;
             }
-            let received = slots.len();
-            let token_ids: Vec<i64> = slots.iter().map(|&s| s / self.top_k as i64).collect();
-            let token_ids =
-                Tensor::<1, Int>::from_data(TensorData::new(token_ids, [received]), &device);
-            let slots = Tensor::<1, Int>::from_data(TensorData::new(slots, [received]), &device);
+            let token_ids = dispatch.tokens.clone().slice(range.clone());
+            let slots = dispatch.slots.clone().slice(range.clone());
             let input = rows.clone().select(0, token_ids.clone());
             let hidden = silu(dense(&expert.gate, input.clone())) * dense(&expert.up, input);
             let output =
@@ -419,6 +420,43 @@ impl Experts {
         }
         hook.after(Op::Experts);
         out.reshape(shape)
+    }
+}
+
+/// Where each expert's rows come from, uploaded once a pass: every slot (token `slot / top_k`,
+/// its weight `slot`) in expert order, the tokens of those slots, and each expert's range of
+/// them.
+struct Dispatch {
+    slots: Tensor<1, Int>,
+    tokens: Tensor<1, Int>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl Dispatch {
+    fn upload(assignment: &[usize], experts: usize, top_k: usize, device: &Device) -> Self {
+        let mut slots_of = vec![Vec::new(); experts];
+        for (slot, &expert) in assignment.iter().enumerate() {
+            slots_of[expert].push(slot as i64);
+        }
+        let mut slots = Vec::with_capacity(assignment.len());
+        let ranges = slots_of
+            .into_iter()
+            .map(|of| {
+                let start = slots.len();
+                slots.extend(of);
+                start..slots.len()
+            })
+            .collect();
+        let tokens: Vec<i64> = slots.iter().map(|&slot| slot / top_k as i64).collect();
+        let upload = |values: Vec<i64>| {
+            let len = values.len();
+            Tensor::<1, Int>::from_data(TensorData::new(values, [len]), device)
+        };
+        Self {
+            slots: upload(slots),
+            tokens: upload(tokens),
+            ranges,
+        }
     }
 }
 
