@@ -80,47 +80,35 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    /// One test for the whole module: the turns are process-wide, and tests run in parallel.
-    #[test]
-    fn a_plan_waits_for_other_threads_runs_and_plans_and_not_for_its_own() {
-        let run = take_turn(Launches::Executed);
-        let second_run = take_turn(Launches::Executed);
-        // This thread's own run does not hold its plan back.
-        drop(take_turn(Launches::Dropped));
-
+    /// A plan started on another thread while `held` is open: it must wait until `held` is
+    /// dropped, then start.
+    fn another_threads_plan_waits_for(held: Turn, what: &str) {
         let (sender, receiver) = mpsc::channel();
         let planner = std::thread::spawn(move || {
             let turn = take_turn(Launches::Dropped);
             sender.send(()).unwrap();
             drop(turn);
         });
-        drop(second_run);
         assert!(
             receiver.recv_timeout(Duration::from_millis(300)).is_err(),
-            "another thread's plan waits while a run is still open"
+            "another thread's plan waits while {what} is still open"
         );
-        drop(run);
+        drop(held);
         receiver
             .recv_timeout(Duration::from_secs(30))
-            .expect("the plan starts once the runs end");
+            .unwrap_or_else(|_| panic!("the plan starts once {what} ends"));
         planner.join().unwrap();
+    }
 
-        // Another thread's plan waits for this thread's plan.
-        let plan = take_turn(Launches::Dropped);
-        let (sender, receiver) = mpsc::channel();
-        let second = std::thread::spawn(move || {
-            let turn = take_turn(Launches::Dropped);
-            sender.send(()).unwrap();
-            drop(turn);
-        });
-        assert!(
-            receiver.recv_timeout(Duration::from_millis(300)).is_err(),
-            "another thread's plan waits while a plan is still open"
-        );
-        drop(plan);
-        receiver
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the second plan starts once the first ends");
-        second.join().unwrap();
+    /// One test for the whole module: the turns are process-wide, and tests run in parallel.
+    #[test]
+    fn a_plan_waits_for_other_threads_runs_and_plans_and_not_for_its_own() {
+        let run = take_turn(Launches::Executed);
+        let second_run = take_turn(Launches::Executed);
+        // This thread's own runs do not hold its plan back.
+        drop(take_turn(Launches::Dropped));
+        drop(second_run);
+        another_threads_plan_waits_for(run, "a run");
+        another_threads_plan_waits_for(take_turn(Launches::Dropped), "a plan");
     }
 }
