@@ -1,7 +1,7 @@
 //! Families added through the one-module `Family` trait (`engine::families`): each builds what
 //! its estimate counts, trains natively, and takes the fine-tuning recipes its base family does.
 
-use super::support::{config, gpu, loss_ends, run, shared_run};
+use super::support::{TINY_BATCH, config, gpu, loss_ends, run, shared_run};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use vramlab::engine::config::ModelKind;
@@ -43,7 +43,7 @@ fn the_tiny_qwen3_trains_with_falling_loss() {
     let (_lock, gpu) = gpu();
     let timeline = shared_run(
         &gpu,
-        config("sort-qwen3", &["steps=20", "eval_every=0", "batch_size=64"]),
+        config("sort-qwen3", &["steps=20", "eval_every=0", TINY_BATCH]),
     );
     let (first, last) = loss_ends(&timeline, 4);
     println!("sort-qwen3: loss {first:.4} -> {last:.4}");
@@ -53,7 +53,7 @@ fn the_tiny_qwen3_trains_with_falling_loss() {
 #[test]
 fn qwen3_takes_lora_qlora_and_per_layer_checkpointing() {
     let (_lock, gpu) = gpu();
-    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let short = ["steps=8", "eval_every=0", TINY_BATCH];
     let with = |extra: &[&str]| {
         let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
         config("sort-qwen3", &sets)
@@ -112,7 +112,7 @@ fn the_tiny_gemmas_train_with_falling_loss() {
     for name in ["sort-gemma2", "sort-gemma3"] {
         let timeline = shared_run(
             &gpu,
-            config(name, &["steps=20", "eval_every=0", "batch_size=64"]),
+            config(name, &["steps=20", "eval_every=0", TINY_BATCH]),
         );
         let (first, last) = loss_ends(&timeline, 4);
         println!("{name}: loss {first:.4} -> {last:.4}");
@@ -123,7 +123,7 @@ fn the_tiny_gemmas_train_with_falling_loss() {
 #[test]
 fn gemma_takes_lora_qlora_and_per_layer_checkpointing() {
     let (_lock, gpu) = gpu();
-    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let short = ["steps=8", "eval_every=0", TINY_BATCH];
     let with = |extra: &[&str]| {
         let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
         config("sort-gemma3", &sets)
@@ -198,7 +198,7 @@ fn the_tiny_phi3_trains_with_falling_loss() {
     let (_lock, gpu) = gpu();
     let timeline = shared_run(
         &gpu,
-        config("sort-phi3", &["steps=20", "eval_every=0", "batch_size=64"]),
+        config("sort-phi3", &["steps=20", "eval_every=0", TINY_BATCH]),
     );
     let (first, last) = loss_ends(&timeline, 4);
     println!("sort-phi3: loss {first:.4} -> {last:.4}");
@@ -208,7 +208,7 @@ fn the_tiny_phi3_trains_with_falling_loss() {
 #[test]
 fn phi3_takes_lora_and_per_layer_checkpointing() {
     let (_lock, gpu) = gpu();
-    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let short = ["steps=8", "eval_every=0", TINY_BATCH];
     let with = |extra: &[&str]| {
         let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
         config("sort-phi3", &sets)

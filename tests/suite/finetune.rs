@@ -8,7 +8,7 @@ use vramlab::engine::memory::{Categories, predict};
 use vramlab::engine::presets::preset;
 use vramlab::engine::{Run, RunConfig};
 
-use super::support::{config, gpu, loss_ends, run};
+use super::support::{TINY_BATCH, config, gpu, loss_ends, run};
 
 const SHORT: [&str; 3] = ["steps=3", "eval_every=0", "model.hidden=[256,256]"];
 
@@ -165,7 +165,7 @@ fn a_frozen_body_still_learns_through_its_head_and_its_adapters() {
 #[test]
 fn a_lora_llama_trains_and_moves_its_categories() {
     let (_lock, gpu) = gpu();
-    let short = ["steps=12", "eval_every=0", "batch_size=64"];
+    let short = ["steps=12", "eval_every=0", TINY_BATCH];
     let all = run(&gpu, config("sort-llama", &short));
     let sets: Vec<&str> = short
         .iter()

@@ -8,7 +8,7 @@ use vramlab::engine::Run;
 use vramlab::engine::models::RoutingSource;
 use vramlab::engine::ops::{attention, cross_entropy};
 
-use super::support::{config, gpu, relative_gap, run, shared_run};
+use super::support::{TINY_BATCH, config, gpu, relative_gap, run, shared_run};
 
 fn random<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
     Tensor::random(shape, Distribution::Normal(0.0, 1.0), device)
@@ -152,7 +152,7 @@ fn fused_cross_entropy_equals_burns_loss_in_value_and_gradient() {
 /// agree step by step (same seed, same batches, same initial weights).
 fn fused_run_follows_naive_run(preset: &str) {
     let (_lock, gpu) = gpu();
-    let sets = ["steps=20", "eval_every=0", "batch_size=64"];
+    let sets = ["steps=20", "eval_every=0", TINY_BATCH];
     // The naive run is the tiny family's own falling-loss run (tests/suite/families.rs).
     let naive = shared_run(&gpu, config(preset, &sets));
     let fused_sets: Vec<&str> = sets
@@ -209,7 +209,7 @@ fn fused_gemma3_run_follows_the_naive_run() {
 /// alike, where sort-mixtral's stay within 3e-6: not diagnosed, so it has no such test.)
 fn fused_moe_run_follows_the_naive_run(preset: &str) {
     let (_lock, gpu) = gpu();
-    let sets = ["steps=20", "eval_every=0", "batch_size=64"];
+    let sets = ["steps=20", "eval_every=0", TINY_BATCH];
     let train = |sets: &[&str], source: Option<RoutingSource>| {
         let mut run = Run::new(config(preset, sets), &gpu).expect("the run starts");
         let routing = run.routing().expect("a mixture of experts").clone();

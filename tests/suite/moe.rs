@@ -3,7 +3,7 @@
 //! even routing; the fields a dense family has no place for, and a router vramlab does not
 //! build, are refused by name. (Plans of the routing a run measured: `plan.rs`.)
 
-use super::support::{config, gpu, loss_ends, run, shared_run};
+use super::support::{TINY_BATCH, config, gpu, loss_ends, run, shared_run};
 use vramlab::engine::config::ModelKind;
 use vramlab::engine::device::planner;
 use vramlab::engine::hf_config;
@@ -40,10 +40,7 @@ fn the_tiny_mixtral_trains_with_falling_loss_and_reports_its_routing() {
     let (_lock, gpu) = gpu();
     let timeline = shared_run(
         &gpu,
-        config(
-            "sort-mixtral",
-            &["steps=20", "eval_every=0", "batch_size=64"],
-        ),
+        config("sort-mixtral", &["steps=20", "eval_every=0", TINY_BATCH]),
     );
     let (first, last) = loss_ends(&timeline, 4);
     let load = timeline
@@ -60,13 +57,13 @@ fn the_tiny_mixtral_trains_with_falling_loss_and_reports_its_routing() {
     // Every training step routes both blocks (the end-of-run probes route more passes).
     assert!(load.passes >= 2 * 20, "{} passes", load.passes);
     assert_eq!(load.log.len(), load.passes);
-    // Each pass sends every token to two experts: 64 samples of 16 tokens in a step.
+    // Each pass sends every token to two experts: 16 samples of 16 tokens in a step.
     assert!(
         load.log
             .iter()
             .all(|pass| pass.iter().sum::<usize>() % 2 == 0)
     );
-    assert_eq!(load.log[0].iter().sum::<usize>(), 64 * 16 * 2);
+    assert_eq!(load.log[0].iter().sum::<usize>(), 16 * 16 * 2);
     let routed: u64 = load.log.iter().flatten().map(|&n| n as u64).sum();
     assert_eq!(routed, load.tokens_per_expert.iter().sum::<u64>());
     assert!(load.busiest_pass_tokens >= load.busiest_pass_even_tokens);
@@ -100,7 +97,7 @@ fn a_plan_of_a_mixture_of_experts_says_it_assumed_even_routing() {
 #[test]
 fn mixtral_takes_lora_qlora_and_per_layer_checkpointing() {
     let (_lock, gpu) = gpu();
-    let short = ["steps=8", "eval_every=0", "batch_size=64"];
+    let short = ["steps=8", "eval_every=0", TINY_BATCH];
     let with = |extra: &[&str]| {
         let sets: Vec<&str> = short.iter().chain(extra).copied().collect();
         config("sort-mixtral", &sets)
@@ -183,10 +180,7 @@ fn the_tiny_qwen3_moe_trains_with_falling_loss() {
     let (_lock, gpu) = gpu();
     let timeline = shared_run(
         &gpu,
-        config(
-            "sort-qwen3-moe",
-            &["steps=20", "eval_every=0", "batch_size=64"],
-        ),
+        config("sort-qwen3-moe", &["steps=20", "eval_every=0", TINY_BATCH]),
     );
     let (first, last) = loss_ends(&timeline, 4);
     let load = timeline.expert_load.as_ref().expect("its routing");

@@ -56,6 +56,12 @@ pub fn run(gpu: &Gpu, config: RunConfig) -> Timeline {
     timeline
 }
 
+/// The tiny families' short training runs in the suite: falling loss, naive against fused,
+/// LoRA, QLoRA and per-layer checkpointing. Batches of 16 sequences: on lavapipe a step of
+/// these models is mostly its launches, so 64 sequences took twice as long (sort-mixtral's 20
+/// steps 8.5 s against 3.8 s in `vramlab train`) and the checks read the same things.
+pub const TINY_BATCH: &str = "batch_size=16";
+
 /// Runs made by [`shared_run`], by their configuration's JSON.
 static SHARED_RUNS: Mutex<BTreeMap<String, Arc<Timeline>>> = Mutex::new(BTreeMap::new());
 
