@@ -319,3 +319,35 @@ fn a_tensor_larger_than_the_adapter_binds_is_refused_before_the_run() {
         "{err}"
     );
 }
+
+/// `claims --as-page` trains every run on one device in the `vramlab` process, as the page does
+/// on its one device: the runs after the budget claim's (one stopped out of memory) must measure
+/// what they measure in a process of their own, every in-use figure to the byte.
+#[test]
+fn claims_as_the_page_judges_them_measure_a_run_after_a_stop_as_alone() {
+    let report = |only: &[&str]| -> serde_json::Value {
+        let mut args = vec!["claims", "--as-page", "--json"];
+        for field in only {
+            args.extend(["--only", field]);
+        }
+        let out = vramlab(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("the report as JSON")
+    };
+    let after_stop = report(&["budget", "model.hidden"]);
+    let alone = report(&["model.hidden"]);
+    assert_eq!(after_stop["bench"]["device_per_run"], false);
+    let rows = after_stop["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["field"], "budget");
+    assert_eq!(rows[0]["verdict"], "holds", "{}", rows[0]["reason"]);
+    let (smaller, alone) = (&rows[1], &alone["rows"][0]);
+    assert_eq!(smaller["field"], "model.hidden");
+    for figure in ["off", "on", "high_water_in_use_off", "high_water_in_use_on"] {
+        assert_eq!(smaller[figure], alone[figure], "{figure}");
+    }
+}

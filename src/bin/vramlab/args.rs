@@ -313,9 +313,10 @@ pub struct ClaimsArgs {
     #[arg(long = "set", value_name = "data.FIELD=VALUE", requires = "data")]
     pub overrides: Vec<String>,
     /// Judge as the page's "Run all lessons" does: no step timing (a page cannot wait for the
-    /// GPU inside a step), no claim about the allocator's pools (a page keeps one device), so
-    /// one run a side, and the transformer claims Run all leaves to their own card not run. The
-    /// verdicts to hold the page's lessons to (--compare-page).
+    /// GPU inside a step), so one run a side; no claim about the allocator's pools, and every
+    /// run on one device in this process, as a page keeps one device (with --live each run is
+    /// its own process, as without --as-page); the transformer claims Run all leaves to their
+    /// own card not run. The verdicts to hold the page's lessons to (--compare-page).
     #[arg(long)]
     pub as_page: bool,
     #[command(flatten)]

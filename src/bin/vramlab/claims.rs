@@ -4,8 +4,10 @@
 //! three runs), and a verdict needs a difference beyond their spread. Here each run is its own
 //! `vramlab train` process: the allocator's pools are fixed when a device starts, so a tip like
 //! the pool choice needs a fresh process, and a run stopped by its budget must not share one
-//! with the next. This module picks the claims, shows progress and writes the report, and holds
-//! the page's exported lessons to a native report (`engine::claims::compare`).
+//! with the next. Judged as the page judges (`--as-page`, no pool claim), every run trains on
+//! one device in this process, as the page's do on its one device. This module picks the
+//! claims, shows progress and writes the report, and holds the page's exported lessons to a
+//! native report (`engine::claims::compare`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -19,6 +21,7 @@ use vramlab::engine::claims::{
 use vramlab::engine::config::DataConfig;
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::strategies::catalog::{self, Claim, Entry};
+use vramlab::engine::train::InProcess;
 
 use crate::args::LiveArgs;
 use crate::live::{self, relay};
@@ -104,6 +107,13 @@ pub fn run_all(
     );
     let mut rows = Vec::new();
     let mut runner = Subprocess::new(false, live.cloned());
+    // As the page (`Bench::page`: one device for its life), unless each run is shown on the
+    // page, which its own process relays. A process a run costs lavapipe about a second and a
+    // half (the device and every kernel again), most of a page-sized claim's time here.
+    let one_device = match as_page && live.is_none() {
+        true => Some(pollster::block_on(vramlab::engine::acquire())?),
+        false => None,
+    };
     let total = claims.len();
     let mut stopped = None;
     for (entry, claim) in claims {
@@ -117,7 +127,13 @@ pub fn run_all(
                 Verdict::NotRunHere,
                 why,
             ),
-            None => pollster::block_on(run_claim(&mut runner, entry, claim, bench, table)).row,
+            None => match &one_device {
+                Some(gpu) => {
+                    let mut runner = InProcess { gpu };
+                    pollster::block_on(run_claim(&mut runner, entry, claim, bench, table)).row
+                }
+                None => pollster::block_on(run_claim(&mut runner, entry, claim, bench, table)).row,
+            },
         };
         row.seconds = claim_started.elapsed().as_secs_f64();
         if runner.cut_short {
