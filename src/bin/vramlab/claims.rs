@@ -4,10 +4,11 @@
 //! three runs), and a verdict needs a difference beyond their spread. Here each run is its own
 //! `vramlab train` process: the allocator's pools are fixed when a device starts, so a tip like
 //! the pool choice needs a fresh process, and a run stopped by its budget must not share one
-//! with the next. Judged as the page judges (`--as-page`, no pool claim), every run trains on
-//! one device in this process, as the page's do on its one device. This module picks the
-//! claims, shows progress and writes the report, and holds the page's exported lessons to a
-//! native report (`engine::claims::compare`).
+//! with the next: the report says what a user's `vramlab train` sees. Judged as the page judges
+//! (`--as-page`, no pool claim), every run trains on one device in this process, as the page's
+//! runs do on its one device: a stopped run is dropped with its tensors and the next starts from
+//! the device's baseline. This module picks the claims, shows progress and writes the report,
+//! and holds the page's exported lessons to a native report (`engine::claims::compare`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -110,9 +111,10 @@ pub fn run_all(
     // As the page (`Bench::page`: one device for its life), unless each run is shown on the
     // page, which its own process relays. A process a run costs lavapipe about a second and a
     // half (the device and every kernel again), most of a page-sized claim's time here.
-    let one_device = match as_page && live.is_none() {
-        true => Some(pollster::block_on(vramlab::engine::acquire())?),
-        false => None,
+    let one_device = if as_page && live.is_none() {
+        Some(pollster::block_on(vramlab::engine::acquire())?)
+    } else {
+        None
     };
     let total = claims.len();
     let mut stopped = None;

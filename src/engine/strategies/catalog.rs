@@ -100,8 +100,8 @@ const SPIRAL: Base = Base {
 
 /// The digits MLP as its preset builds it (64-512-512-10): every weight matrix has at least
 /// 4,096 values, the size from which 8-bit optimizers quantize a tensor's state. Batches of 32:
-/// an optimizer's state does not depend on the batch, and at the preset's 256 the card took 42
-/// s of the page's "Run all" on a software GPU.
+/// an optimizer's state does not depend on the batch, and at the preset's 256 the card took
+/// 42 s of the page's "Run all" on a software GPU.
 const DIGITS: Base = Base {
     preset: "digits-mlp",
     sets: &["batch_size=32"],
