@@ -142,9 +142,22 @@ pub fn steps_per_second(done: &[(usize, f64)], window: usize) -> Vec<(f64, f64)>
         .collect()
 }
 
+/// The index of the x in `xs` (ascending) nearest to `x`.
+pub fn nearest(xs: &[f64], x: f64) -> Option<usize> {
+    if xs.is_empty() {
+        return None;
+    }
+    let after = xs.partition_point(|&v| v < x);
+    let candidates = [after.checked_sub(1), (after < xs.len()).then_some(after)];
+    candidates
+        .into_iter()
+        .flatten()
+        .min_by(|&a, &b| (xs[a] - x).abs().total_cmp(&(xs[b] - x).abs()))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Axis, steps_per_second, thin};
+    use super::{Axis, nearest, steps_per_second, thin};
 
     #[test]
     fn thinning_keeps_the_peaks_and_the_bound() {
@@ -203,5 +216,15 @@ mod tests {
         assert_eq!(rates[10], (11.0, 10.0));
         // Without the start, the first group has nothing earlier to measure from.
         assert!(steps_per_second(&done[1..11], 10).is_empty());
+    }
+
+    #[test]
+    fn the_nearest_x_wins_and_ends_clamp() {
+        let xs = [1.0, 2.0, 4.0];
+        assert_eq!(nearest(&xs, 2.9), Some(1));
+        assert_eq!(nearest(&xs, 3.1), Some(2));
+        assert_eq!(nearest(&xs, -5.0), Some(0));
+        assert_eq!(nearest(&xs, 9.0), Some(2));
+        assert_eq!(nearest(&[], 1.0), None);
     }
 }

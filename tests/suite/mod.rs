@@ -25,4 +25,5 @@ mod stacked_cells;
 mod strategies;
 mod support;
 mod table;
+mod tiers;
 mod training;

@@ -95,6 +95,7 @@ fn a_plan_of_a_mixture_of_experts_says_it_assumed_even_routing() {
 }
 
 #[test]
+#[ignore = "full tier (bash .ci/test --full)"]
 fn mixtral_takes_lora_qlora_and_per_layer_checkpointing() {
     let (_lock, gpu) = gpu();
     let short = ["steps=8", "eval_every=0", TINY_BATCH];

@@ -71,39 +71,49 @@ fn loss_falls_on_sort_with_a_transformer() {
 
 /// The token stream's next token follows from the token before it (a fixed Markov chain), so
 /// a decoder's loss falls from about ln(vocab), a uniform guess, toward the chain's entropy.
-#[test]
-fn loss_falls_on_the_token_stream_with_a_llama_and_a_gpt() {
+fn loss_falls_on_the_token_stream(name: &str) {
     let (_lock, gpu) = gpu();
     let uniform = 64f32.ln();
     let floor = vramlab::engine::data::stream_entropy() as f32;
-    for name in ["sort-llama", "sort-gpt"] {
-        let timeline = run(
-            &gpu,
-            config(
-                name,
-                &[
-                    "data.kind=stream",
-                    "data.vocab=64",
-                    "data.seq_len=32",
-                    "steps=60",
-                    "batch_size=32",
-                    "eval_every=0",
-                ],
-            ),
-        );
-        let (first, last) = loss_ends(&timeline, 5);
-        let eval = timeline.summary.eval_loss.unwrap();
-        println!(
-            "{name} on the stream: loss {first:.4} -> {last:.4}, eval {eval:.4} (uniform \
-             {uniform:.4}, the chain's entropy {floor:.4})"
-        );
-        assert!(
-            (first - uniform).abs() < 0.2 * uniform,
-            "{name}: first loss {first}"
-        );
-        assert!(last < 0.5 * uniform, "{name}: loss {first} -> {last}");
-        assert!(eval < 0.5 * uniform, "{name}: eval loss {eval}");
-    }
+    let timeline = run(
+        &gpu,
+        config(
+            name,
+            &[
+                "data.kind=stream",
+                "data.vocab=64",
+                "data.seq_len=32",
+                "steps=60",
+                "batch_size=32",
+                "eval_every=0",
+            ],
+        ),
+    );
+    let (first, last) = loss_ends(&timeline, 5);
+    let eval = timeline.summary.eval_loss.unwrap();
+    println!(
+        "{name} on the stream: loss {first:.4} -> {last:.4}, eval {eval:.4} (uniform \
+         {uniform:.4}, the chain's entropy {floor:.4})"
+    );
+    assert!(
+        (first - uniform).abs() < 0.2 * uniform,
+        "{name}: first loss {first}"
+    );
+    assert!(last < 0.5 * uniform, "{name}: loss {first} -> {last}");
+    assert!(eval < 0.5 * uniform, "{name}: eval loss {eval}");
+}
+
+#[test]
+fn loss_falls_on_the_token_stream_with_a_llama() {
+    loss_falls_on_the_token_stream("sort-llama");
+}
+
+/// GPT-2's decoder on the stream: the full tier's (the CI tier's decoder is the Llama above;
+/// sort-gpt trains in the CI tier on its own data through the plan and fused tests).
+#[test]
+#[ignore = "full tier (bash .ci/test --full)"]
+fn loss_falls_on_the_token_stream_with_a_gpt() {
+    loss_falls_on_the_token_stream("sort-gpt");
 }
 
 #[test]

@@ -80,7 +80,7 @@ impl Frame {
 /// The frame's guide line at the hovered step, and the read-out of every series there.
 fn hover_view(frame: &Frame, vx: f64) -> Option<(AnyView, String)> {
     let xs = frame.xs();
-    let x = xs[crate::hover::nearest(&xs, frame.x_at(vx))?];
+    let x = xs[vramlab::engine::plot::nearest(&xs, frame.x_at(vx))?];
     let values = frame
         .series
         .iter()

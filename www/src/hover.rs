@@ -1,4 +1,5 @@
-//! Hover read-outs: where across a chart the pointer is, in the chart's own coordinates.
+//! Hover read-outs: where across a chart the pointer is, in the chart's own coordinates (the
+//! nearest point to it is `engine::plot::nearest`'s to find).
 
 use wasm_bindgen::JsCast;
 
@@ -24,32 +25,4 @@ fn fraction_across(event: &web_sys::MouseEvent) -> Option<f64> {
 /// The view-box x under the pointer, for a chart whose view box is `view_width` wide.
 pub fn view_x(event: &web_sys::MouseEvent, view_width: f64) -> Option<f64> {
     fraction_across(event).map(|fraction| fraction * view_width)
-}
-
-/// The index of the x in `xs` (ascending) nearest to `x`.
-pub fn nearest(xs: &[f64], x: f64) -> Option<usize> {
-    if xs.is_empty() {
-        return None;
-    }
-    let after = xs.partition_point(|&v| v < x);
-    let candidates = [after.checked_sub(1), (after < xs.len()).then_some(after)];
-    candidates
-        .into_iter()
-        .flatten()
-        .min_by(|&a, &b| (xs[a] - x).abs().total_cmp(&(xs[b] - x).abs()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::nearest;
-
-    #[test]
-    fn the_nearest_x_wins_and_ends_clamp() {
-        let xs = [1.0, 2.0, 4.0];
-        assert_eq!(nearest(&xs, 2.9), Some(1));
-        assert_eq!(nearest(&xs, 3.1), Some(2));
-        assert_eq!(nearest(&xs, -5.0), Some(0));
-        assert_eq!(nearest(&xs, 9.0), Some(2));
-        assert_eq!(nearest(&[], 1.0), None);
-    }
 }

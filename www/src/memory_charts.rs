@@ -202,7 +202,7 @@ pub fn CategoryChart(
             <svg viewBox=format!("0 0 {W} {H}") class="chart"
                 data-points=frame.stacks.len() data-last-total=last_total(&frame.stacks)
                 on:mousemove=move |ev| hovered.set(
-                    hover::view_x(&ev, W).and_then(|vx| hover::nearest(&xs, vx)))
+                    hover::view_x(&ev, W).and_then(|vx| vramlab::engine::plot::nearest(&xs, vx)))
                 on:mouseleave=move |_| hovered.set(None)>
                 <line x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM class="axis" />
                 <line x1=LEFT x2=PLOT_RIGHT y1=H - BOTTOM y2=H - BOTTOM class="axis" />
@@ -385,7 +385,7 @@ pub fn OneStepChart(
             <svg viewBox=format!("0 0 {W} {H}") class="chart" data-points=n
                 data-peak=trace.peak() data-step=trace.step data-failed=failed.to_string()
                 on:mousemove=move |ev| hovered.set(
-                    crate::hover::view_x(&ev, W).and_then(|vx| hover::nearest(&xs, vx)))
+                    crate::hover::view_x(&ev, W).and_then(|vx| vramlab::engine::plot::nearest(&xs, vx)))
                 on:mouseleave=move |_| hovered.set(None)>
                 <line x1=LEFT x2=LEFT y1=TOP y2=H - BOTTOM class="axis" />
                 <line x1=LEFT x2=W - 8.0 y1=H - BOTTOM y2=H - BOTTOM class="axis" />

@@ -331,6 +331,11 @@ pub struct ClaimsArgs {
     /// With --compare-page: the native report, as `vramlab claims --as-page --json` prints it.
     #[arg(long, value_name = "CLAIMS.json", requires = "compare_page")]
     pub native: Option<PathBuf>,
+    /// With --compare-page: the page ran some cards on their own buttons, not "Run all
+    /// lessons" (the CI tier's page test): a card without a row is not a difference, each card
+    /// that ran is held to the native verdict, and at least one must have run.
+    #[arg(long, requires = "compare_page")]
+    pub some_cards: bool,
 }
 
 impl ClaimsArgs {

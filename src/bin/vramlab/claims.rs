@@ -17,7 +17,7 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::ConfigError;
 use vramlab::engine::claims::{
-    Bench, Report, Row, Verdict, base_label, compare, left_out_of_run_all, run_claim,
+    Bench, Cards, Report, Row, Verdict, base_label, compare, left_out_of_run_all, run_claim,
 };
 use vramlab::engine::config::DataConfig;
 use vramlab::engine::format::ByteFormat;
@@ -239,11 +239,13 @@ fn read_report(path: &Path, what: &str) -> anyhow::Result<Report> {
 }
 
 /// `--compare-page PAGE --native NATIVE`: print how the page's lessons compare with the native
-/// report, card by card, and fail naming each difference.
-pub fn compare_page(page: &Path, native: &Path) -> anyhow::Result<()> {
+/// report, card by card, and fail naming each difference. `some_cards`: the page ran some cards
+/// on their own buttons instead of "Run all lessons" ([`Cards::Some`]).
+pub fn compare_page(page: &Path, native: &Path, some_cards: bool) -> anyhow::Result<()> {
     let ours = read_report(page, "the page's exported lessons (a report with a bench)")?;
     let theirs = read_report(native, "a report of `vramlab claims --json`")?;
-    let out = compare(&ours.rows, ours.bench, &theirs.rows, theirs.bench);
+    let cards = if some_cards { Cards::Some } else { Cards::All };
+    let out = compare(&ours.rows, ours.bench, &theirs.rows, theirs.bench, cards);
     println!(
         "the page ({}; {}) against {} ({}; {}): {} of the {} cards the page ran have the native \
          verdict",

@@ -165,7 +165,7 @@ fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {
     if let (Some(page), Some(native)) = (&args.compare_page, &args.native) {
-        return claims::compare_page(page, native);
+        return claims::compare_page(page, native, args.some_cards);
     }
     let table = args.table()?;
     let claims::Judged { report, stopped } = claims::run_all(

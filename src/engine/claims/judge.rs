@@ -120,6 +120,40 @@ fn saves(metric: Metric, x: &Measure, y: &Measure, bar: f64) -> (Verdict, String
     }
 }
 
+/// A figure the tip must keep within `bar` (lower is better: a final loss): the same within
+/// the spread, lower, or at most `bar` times the other holds; worse than that but within twice
+/// the margin (`1 + 2 (bar - 1)`) holds partly; worse still does not hold.
+fn within(metric: Metric, x: &Measure, y: &Measure, bar: f64) -> (Verdict, String) {
+    let c = compare(metric, x, y);
+    let (figures, ratio) = (c.figures, c.ratio);
+    if c.saved.abs() <= c.noise {
+        (
+            Verdict::Holds,
+            format!("{figures}: the same within the spread"),
+        )
+    } else if c.saved > 0.0 {
+        (
+            Verdict::Holds,
+            format!("{figures}: {ratio:.2}x, lower with the tip"),
+        )
+    } else if ratio <= bar {
+        (
+            Verdict::Holds,
+            format!("{figures}: {ratio:.2}x, within the {bar:.2}x allowed"),
+        )
+    } else if ratio <= 1.0 + 2.0 * (bar - 1.0) {
+        (
+            Verdict::HoldsPartly,
+            format!("{figures}: {ratio:.2}x, past the {bar:.2}x allowed"),
+        )
+    } else {
+        (
+            Verdict::DoesNotHoldHere,
+            format!("{figures}: {ratio:.2}x, far past the {bar:.2}x allowed"),
+        )
+    }
+}
+
 /// A cost (the tip makes the figure grow, by at most `bar`): it holds when the figure grows
 /// beyond the spread and stays within the bar. No growth is less than claimed; a figure that
 /// falls beyond the spread is no cost at all.
@@ -224,7 +258,9 @@ pub fn judge_sides(claim: &Claim, off: &Side, on: &Side, bench: Bench) -> Judgem
         parts: Vec::new(),
         unjudged: Vec::new(),
     };
-    if let (None, Some(fallback)) = (&off.fallback, &on.fallback) {
+    // A side that fell back (no shader-f16: f32 instead) did not run what the claim is about:
+    // judging it would judge the fallback, on either side, or on both alike.
+    if let Some(fallback) = on.fallback.as_ref().or(off.fallback.as_ref()) {
         return judged(Verdict::NotRunHere, fallback.clone());
     }
     if metric == Metric::FinalLoss && on.diverged && !off.diverged {
@@ -239,8 +275,11 @@ pub fn judge_sides(claim: &Claim, off: &Side, on: &Side, bench: Bench) -> Judgem
     };
     // A timing claim whose bar is above 1 is about a cost (the tip makes steps slower, by at
     // most that much).
+    // A final-loss claim ("trains as well") is about keeping the loss within its bar.
     let (mut verdict, mut reason) = if metric == Metric::MsPerStep && claim.holds_at > 1.0 {
         costs(metric, x, y, claim.holds_at)
+    } else if metric == Metric::FinalLoss {
+        within(metric, x, y, claim.holds_at)
     } else {
         saves(metric, x, y, claim.holds_at)
     };
@@ -342,6 +381,54 @@ mod tests {
 
     fn verdict(folklore: &str, off: &[(Metric, f64)], on: &[(Metric, f64)]) -> Judgement {
         judge_sides(claim(folklore), &staged(off), &staged(on), Bench::NATIVE)
+    }
+
+    #[test]
+    fn a_final_loss_claim_holds_within_its_bar_partly_past_it_and_not_far_past_it() {
+        use Metric::FinalLoss;
+        let unscaled = "fp16 without a scaler";
+        assert_eq!(claim(unscaled).metric, FinalLoss);
+        assert_eq!(claim(unscaled).holds_at, 1.1);
+        let judged = |on: f64| verdict(unscaled, &[(FinalLoss, 0.5)], &[(FinalLoss, on)]);
+        // The same loss, a lower one, and one 8% higher (within the 1.1x bar) all hold.
+        for on in [0.5, 0.4, 0.54] {
+            let j = judged(on);
+            assert_eq!(j.verdict, Verdict::Holds, "{on}: {}", j.reason);
+        }
+        // 1.16x: past the bar, within twice its margin.
+        let past = judged(0.58);
+        assert_eq!(past.verdict, Verdict::HoldsPartly, "{}", past.reason);
+        // 1.4x: far past it.
+        let far = judged(0.7);
+        assert_eq!(far.verdict, Verdict::DoesNotHoldHere, "{}", far.reason);
+        // Diverged with the tip: does not hold.
+        let mut diverged = staged(&[]);
+        diverged.diverged = true;
+        let nan = judge_sides(
+            claim(unscaled),
+            &staged(&[(FinalLoss, 0.5)]),
+            &diverged,
+            Bench::NATIVE,
+        );
+        assert_eq!(nan.verdict, Verdict::DoesNotHoldHere, "{}", nan.reason);
+    }
+
+    #[test]
+    fn a_side_that_fell_back_is_not_run_here_on_either_side_or_both() {
+        use Metric::Activations;
+        let f16 = "fp16 with a loss scaler";
+        let why = "no shader-f16 on this adapter: ran in f32";
+        let side = |fell_back: bool| Side {
+            fallback: fell_back.then(|| why.to_string()),
+            ..staged(&[(Activations, if fell_back { 100.0 } else { 50.0 })])
+        };
+        for (off, on) in [(false, true), (true, false), (true, true)] {
+            let j = judge_sides(claim(f16), &side(off), &side(on), Bench::NATIVE);
+            assert_eq!(j.verdict, Verdict::NotRunHere, "{off} {on}: {}", j.reason);
+            assert_eq!(j.reason, why);
+        }
+        let ran = judge_sides(claim(f16), &side(false), &side(false), Bench::NATIVE);
+        assert_ne!(ran.verdict, Verdict::NotRunHere);
     }
 
     #[test]

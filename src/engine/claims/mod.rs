@@ -25,7 +25,7 @@ use crate::engine::presets::{fit_batch, preset};
 use crate::engine::strategies::catalog::{Claim, Entry, Metric};
 
 pub use budget::{budget_for, judge_budget};
-pub use compare::{Comparison, Difference, compare};
+pub use compare::{Cards, Comparison, Difference, compare};
 pub use judge::{Judgement, PartJudgement, judge, judge_sides};
 pub use runner::{Outcome, Report, Row, base_label, run_claim};
 pub use side::{Side, samples};
