@@ -111,22 +111,29 @@ fn live_refuses_a_missing_page_and_a_taken_port_naming_the_flag() {
 fn train_writes_the_timeline_files_and_a_json_summary() {
     let out_dir = std::env::temp_dir().join(format!("vramlab-cli-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
-    let out = vramlab(&[
-        "train",
-        "--preset",
-        "circle-tiny",
-        "--steps",
-        "12",
-        "--set",
-        "eval_every=5",
-        "--json",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+    // As a user runs it outside the scripts, with no XDG_RUNTIME_DIR: Mesa's Wayland probe
+    // printed "XDG_RUNTIME_DIR is invalid or not set" twice a device before the binary set one.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vramlab"))
+        .args([
+            "train",
+            "--preset",
+            "circle-tiny",
+            "--steps",
+            "12",
+            "--set",
+            "eval_every=5",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        !stderr.contains("XDG_RUNTIME_DIR"),
+        "a plain run warns about XDG_RUNTIME_DIR: {stderr}"
     );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     for key in [

@@ -17,6 +17,7 @@ mod live;
 mod plan;
 mod progress;
 mod report;
+mod runtime_dir;
 mod soak;
 mod subprocess;
 mod table_file;
@@ -33,6 +34,7 @@ use args::{ClaimsArgs, Cli, Command, TrainArgs, TrainCommand};
 static ALLOCATOR: fuzz::alloc::Counting = fuzz::alloc::Counting;
 
 fn main() -> ExitCode {
+    runtime_dir::ensure();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

@@ -258,10 +258,16 @@ pub fn judge_sides(claim: &Claim, off: &Side, on: &Side, bench: Bench) -> Judgem
         parts: Vec::new(),
         unjudged: Vec::new(),
     };
-    // A side that fell back (no shader-f16: f32 instead) did not run what the claim is about:
-    // judging it would judge the fallback, on either side, or on both alike.
-    if let Some(fallback) = on.fallback.as_ref().or(off.fallback.as_ref()) {
-        return judged(Verdict::NotRunHere, fallback.clone());
+    // A fallback one side met and the other did not (f16 without shader-f16 on the tip's side)
+    // means that side did not run what the claim compares: judging it would judge the fallback.
+    let unshared = |a: &Side, b: &Side| {
+        a.fallbacks
+            .iter()
+            .find(|f| !b.fallbacks.contains(f))
+            .cloned()
+    };
+    if let Some(fallback) = unshared(on, off).or_else(|| unshared(off, on)) {
+        return judged(Verdict::NotRunHere, fallback);
     }
     if metric == Metric::FinalLoss && on.diverged && !off.diverged {
         let before = a.as_ref().map_or(f64::NAN, |a| a.median);
@@ -316,6 +322,13 @@ pub fn judge_sides(claim: &Claim, off: &Side, on: &Side, bench: Bench) -> Judgem
         reason = format!(
             "{reason}; partly judged, not measured here: {}",
             unjudged.join("; ")
+        );
+    }
+    // A fallback both sides met alike (the page's pools) is the bench's: judged, and named.
+    if !on.fallbacks.is_empty() {
+        reason = format!(
+            "{reason}; both sides ran with a fallback: {}",
+            on.fallbacks.join("; ")
         );
     }
     Judgement {
@@ -414,21 +427,46 @@ mod tests {
     }
 
     #[test]
-    fn a_side_that_fell_back_is_not_run_here_on_either_side_or_both() {
+    fn a_fallback_on_one_side_is_not_run_here_and_one_both_share_is_named() {
         use Metric::Activations;
         let f16 = "fp16 with a loss scaler";
-        let why = "no shader-f16 on this adapter: ran in f32";
-        let side = |fell_back: bool| Side {
-            fallback: fell_back.then(|| why.to_string()),
-            ..staged(&[(Activations, if fell_back { 100.0 } else { 50.0 })])
+        let no_f16 = "no shader-f16 on this adapter: ran in f32";
+        let pools = "memory_pool subslices: ran with exclusive";
+        let side = |fallbacks: &[&str], activations: f64| Side {
+            fallbacks: fallbacks.iter().map(ToString::to_string).collect(),
+            ..staged(&[(Activations, activations)])
         };
-        for (off, on) in [(false, true), (true, false), (true, true)] {
-            let j = judge_sides(claim(f16), &side(off), &side(on), Bench::NATIVE);
-            assert_eq!(j.verdict, Verdict::NotRunHere, "{off} {on}: {}", j.reason);
-            assert_eq!(j.reason, why);
+        // The tip fell back on its side, or the base on the other: the comparison is not the
+        // claim's, whatever both sides share besides.
+        for (off, on) in [
+            (side(&[], 100.0), side(&[no_f16], 100.0)),
+            (side(&[no_f16], 100.0), side(&[], 50.0)),
+            (side(&[pools], 100.0), side(&[pools, no_f16], 100.0)),
+        ] {
+            let j = judge_sides(claim(f16), &off, &on, Bench::NATIVE);
+            assert_eq!(j.verdict, Verdict::NotRunHere, "{}", j.reason);
+            assert_eq!(j.reason, no_f16);
         }
-        let ran = judge_sides(claim(f16), &side(false), &side(false), Bench::NATIVE);
-        assert_ne!(ran.verdict, Verdict::NotRunHere);
+        // Both sides fell back alike (the page's pools): judged, the fallback named.
+        let shared = judge_sides(
+            claim(f16),
+            &side(&[pools], 100.0),
+            &side(&[pools], 50.0),
+            Bench::NATIVE,
+        );
+        assert_eq!(shared.verdict, Verdict::Holds, "{}", shared.reason);
+        assert!(
+            shared
+                .reason
+                .ends_with(&format!("both sides ran with a fallback: {pools}"))
+        );
+        let clean = judge_sides(
+            claim(f16),
+            &side(&[], 100.0),
+            &side(&[], 50.0),
+            Bench::NATIVE,
+        );
+        assert!(!clean.reason.contains("fallback"), "{}", clean.reason);
     }
 
     #[test]

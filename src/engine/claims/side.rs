@@ -92,8 +92,10 @@ pub struct Side {
     /// Each figure the claim names (its metric, then its parts'), over the side's runs; one the
     /// runs did not record is left out.
     pub figures: Vec<(Metric, Measure)>,
-    /// Why the tip could not run on this adapter (its first fallback), when it could not.
-    pub fallback: Option<String>,
+    /// What the side's runs could not run on this adapter and ran instead (each fallback once,
+    /// in the order met): the tip's own (f16 without shader-f16), or the bench's (the pools a
+    /// WebGPU device cannot carve), which both sides then share.
+    pub fallbacks: Vec<String>,
     /// A training loss of the last steps was not finite.
     pub diverged: bool,
     /// The first run's final training loss.
@@ -120,10 +122,15 @@ impl Side {
         let first = runs.first();
         Self {
             figures,
-            fallback: runs
+            fallbacks: runs
                 .iter()
-                .find_map(|t| t.summary.fallbacks.first())
-                .map(ToString::to_string),
+                .flat_map(|t| t.summary.fallbacks.iter().map(ToString::to_string))
+                .fold(Vec::new(), |mut seen, fallback| {
+                    if !seen.contains(&fallback) {
+                        seen.push(fallback);
+                    }
+                    seen
+                }),
             diverged: runs.iter().any(|t| {
                 samples(t, Metric::FinalLoss, false)
                     .iter()

@@ -26,11 +26,7 @@ const FIRST_TAB: Duration = Duration::from_secs(30);
 
 /// The page `bash .ci/play` builds, where `--page` is not given.
 fn default_page() -> PathBuf {
-    let cache = std::env::var_os("VRAMLAB_CACHE").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/vramlab"),
-        PathBuf::from,
-    );
-    cache.join("dist")
+    crate::runtime_dir::cache().join("dist")
 }
 
 /// Serve the page on the loopback for `args`, printing where to watch `what` (this run, this
