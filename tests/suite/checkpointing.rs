@@ -122,16 +122,19 @@ fn layer_checkpointing_gives_the_same_loss_and_gradients() {
     }
     // f16 compute from f32 master weights, where the adapter has it: the recomputed blocks'
     // f16 copies must pass their gradients to the f32 masters through the casts.
-    let shader_f16 = {
-        let (_lock, gpu) = gpu();
-        gpu.adapter.shader_f16
-    };
-    if shader_f16 {
+    if adapter_has_shader_f16() {
         same_loss_and_gradients(
             "sort-llama",
             &["batch_size=16", "strategies.mixed_precision=f16"],
         );
     }
+}
+
+/// Whether this machine's adapter computes in f16 (lavapipe does; an f16 run elsewhere falls
+/// back to f32, and a comparison of it would compare f32 runs).
+fn adapter_has_shader_f16() -> bool {
+    let (_lock, gpu) = gpu();
+    gpu.adapter.shader_f16
 }
 
 /// Twenty steps with and without per-layer checkpointing: the losses agree step by step, and
@@ -182,11 +185,7 @@ fn a_run_with_layer_checkpointing_follows_the_run_without_under_lora_and_f16() {
     );
     // f16 compute from f32 master weights: the blocks' parameters are f16 copies (tracked
     // non-leaves), whose gradients must reach the masters through the casts.
-    let shader_f16 = {
-        let (_lock, gpu) = gpu();
-        gpu.adapter.shader_f16
-    };
-    if shader_f16 {
+    if adapter_has_shader_f16() {
         run_follows(
             "sort-llama",
             &[TINY_BATCH, "strategies.mixed_precision=f16"],

@@ -103,6 +103,15 @@ fn plans_exactly(gpu: &Gpu, planner: &Gpu, preset: &str, sets: &[&str], batch: u
     );
 }
 
+/// [`plans_exactly`] for each `(preset, sets)` at `batch`, under one GPU lock and planner.
+fn each_plans_exactly(cases: &[(&str, &[&str])], batch: usize) {
+    let (_lock, gpu) = gpu();
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    for (preset, sets) in cases {
+        plans_exactly(&gpu, &planner, preset, sets, batch);
+    }
+}
+
 /// Each of `presets` planned and run at its own batch and at half of it: every reading equal,
 /// the reserved bytes within a page; then a real run starts from the baseline.
 fn presets_plan_exactly<'a>(presets: impl IntoIterator<Item = &'a str>) {
@@ -150,17 +159,13 @@ const STREAM: [&str; 3] = ["data.kind=stream", "data.seq_len=32", "data.vocab=64
 
 #[test]
 fn a_token_stream_plans_exactly_as_it_runs() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    plans_exactly(&gpu, &planner, "sort-llama", &STREAM, 64);
+    each_plans_exactly(&[("sort-llama", &STREAM)], 64);
 }
 
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn a_token_stream_plans_exactly_as_it_runs_on_a_gpt_too() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    plans_exactly(&gpu, &planner, "sort-gpt", &STREAM, 64);
+    each_plans_exactly(&[("sort-gpt", &STREAM)], 64);
 }
 
 /// An evaluation in many batches: the second starts while the first one's loss and hits are
@@ -209,9 +214,7 @@ fn phi3_plans_exactly() {
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn phi3_plans_exactly_trained_whole() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    plans_exactly(&gpu, &planner, "sort-phi3", &[], 128);
+    each_plans_exactly(&[("sort-phi3", &[])], 128);
 }
 
 const FUSED: [&str; 2] = [
@@ -221,117 +224,99 @@ const FUSED: [&str; 2] = [
 
 #[test]
 fn fused_attention_and_loss_plan_exactly() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    plans_exactly(&gpu, &planner, "sort-gpt", &FUSED, 128);
+    each_plans_exactly(&[("sort-gpt", &FUSED)], 128);
 }
 
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn fused_attention_and_loss_plan_exactly_in_an_encoder() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    plans_exactly(&gpu, &planner, "sort-transformer", &FUSED, 128);
+    each_plans_exactly(&[("sort-transformer", &FUSED)], 128);
 }
 
 /// The CI tier's case of per-layer checkpointing's plans: LoRA and fused attention over it.
 #[test]
 fn layer_checkpointing_plans_exactly() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
     let sets = [
         "strategies.checkpointing=layers",
         "strategies.trainable=lora",
         "strategies.attention=fused",
     ];
-    plans_exactly(&gpu, &planner, "sort-llama", &sets, 64);
+    each_plans_exactly(&[("sort-llama", &sets)], 64);
 }
 
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn layer_checkpointing_plans_exactly_whole_in_a_gpt_and_over_a_q4_base() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    for (preset, sets) in [
-        ("sort-llama", &["strategies.checkpointing=layers"][..]),
-        ("sort-gpt", &["strategies.checkpointing=layers"][..]),
-        (
-            "sort-llama",
-            &[
-                "strategies.checkpointing=layers",
-                "strategies.trainable=lora",
-                "strategies.weight_dtype=q4",
-            ][..],
-        ),
-    ] {
-        plans_exactly(&gpu, &planner, preset, sets, 64);
-    }
+    let layers = ["strategies.checkpointing=layers"];
+    let q4_lora = [
+        "strategies.checkpointing=layers",
+        "strategies.trainable=lora",
+        "strategies.weight_dtype=q4",
+    ];
+    each_plans_exactly(
+        &[
+            ("sort-llama", &layers),
+            ("sort-gpt", &layers),
+            ("sort-llama", &q4_lora),
+        ],
+        64,
+    );
 }
 
 /// Gemma's windows, caps, post-norms and GeGLU: plans equal real runs, with naive and fused
 /// attention, per-layer checkpointing and LoRA.
 #[test]
 fn gemma_plans_exactly() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
     // The CI tier's cases: one of each Gemma, between them fused attention, per-layer
     // checkpointing and LoRA; the full tier adds the rest below.
-    let cases: [(&str, &[&str]); 2] = [
-        ("sort-gemma2", &["strategies.attention=fused"]),
-        (
-            "sort-gemma3",
-            &[
-                "strategies.checkpointing=layers",
-                "strategies.trainable=lora",
-            ],
-        ),
-    ];
-    for (preset, sets) in cases {
-        plans_exactly(&gpu, &planner, preset, sets, 64);
-    }
+    each_plans_exactly(
+        &[
+            ("sort-gemma2", &["strategies.attention=fused"]),
+            ("sort-gemma3", &LORA_LAYERS),
+        ],
+        64,
+    );
 }
 
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn gemma_plans_exactly_every_case() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    let cases: [(&str, &[&str]); 3] = [
-        ("sort-gemma2", &[]),
-        ("sort-gemma3", &[]),
-        ("sort-gemma3", &["strategies.attention=fused"]),
-    ];
-    for (preset, sets) in cases {
-        plans_exactly(&gpu, &planner, preset, sets, 64);
-    }
+    each_plans_exactly(
+        &[
+            ("sort-gemma2", &[]),
+            ("sort-gemma3", &[]),
+            ("sort-gemma3", &["strategies.attention=fused"]),
+        ],
+        64,
+    );
 }
 
 /// Mixtral's experts hold activations for the tokens they received: planned with the routing
 /// the run measured, every reading agrees to the byte, with either attention, and under LoRA
 /// with per-layer checkpointing (each block's routing read again as it is recomputed: the CI
 /// tier's case).
-const MOE_LORA_LAYERS: [&str; 2] = [
+const LORA_LAYERS: [&str; 2] = [
     "strategies.checkpointing=layers",
     "strategies.trainable=lora",
 ];
 
 #[test]
 fn mixtral_plans_exactly_the_routing_it_ran() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    plans_exactly(&gpu, &planner, "sort-mixtral", &MOE_LORA_LAYERS, 64);
+    each_plans_exactly(&[("sort-mixtral", &LORA_LAYERS)], 64);
 }
 
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn mixtral_plans_exactly_the_routing_it_ran_every_case() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
-    for sets in [&[][..], &["strategies.attention=fused"][..]] {
-        plans_exactly(&gpu, &planner, "sort-mixtral", sets, 64);
-    }
-    // Qwen3-MoE's eight experts under LoRA with per-layer checkpointing.
-    plans_exactly(&gpu, &planner, "sort-qwen3-moe", &MOE_LORA_LAYERS, 64);
+    // Qwen3-MoE's eight experts under LoRA with per-layer checkpointing too.
+    each_plans_exactly(
+        &[
+            ("sort-mixtral", &[]),
+            ("sort-mixtral", &["strategies.attention=fused"]),
+            ("sort-qwen3-moe", &LORA_LAYERS),
+        ],
+        64,
+    );
 }
 
 #[test]
@@ -344,23 +329,19 @@ fn adamw8bit_plans_exactly() {
 
 #[test]
 fn a_quantized_base_plans_exactly() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
     let sets = [
         "strategies.weight_dtype=q4",
         "strategies.trainable=lora",
         "strategies.attention=fused",
     ];
-    plans_exactly(&gpu, &planner, "sort-llama", &sets, 64);
+    each_plans_exactly(&[("sort-llama", &sets)], 64);
 }
 
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn an_8_bit_base_plans_exactly() {
-    let (_lock, gpu) = gpu();
-    let planner = vramlab::engine::device::planner().expect("the planning device");
     let sets = ["strategies.weight_dtype=q8", "strategies.trainable=head"];
-    plans_exactly(&gpu, &planner, "sort-llama", &sets, 64);
+    each_plans_exactly(&[("sort-llama", &sets)], 64);
 }
 
 /// `vramlab plan --json`, parsed.

@@ -228,6 +228,11 @@ mod tests {
             .collect()
     }
 
+    /// `page` (on SwiftShader, "Run all"'s table) against `native` (as the page judges).
+    fn against(page: &[Row], native: &[Row]) -> Comparison {
+        compare(page, SWIFTSHADER, native, NATIVE_AS_PAGE, Cards::All)
+    }
+
     fn doctor(rows: &mut [Row], folklore: &str, verdict: Verdict) {
         let row = rows
             .iter_mut()
@@ -247,13 +252,7 @@ mod tests {
             .iter()
             .filter(|r| r.verdict != Verdict::NotRunHere)
             .count();
-        let out = compare(
-            &page,
-            SWIFTSHADER,
-            &native_rows(),
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page, &native_rows());
         assert_eq!(out.differences, []);
         assert!(out.allowed.is_empty());
         assert_eq!((out.ran, out.same), (ran, ran));
@@ -264,13 +263,7 @@ mod tests {
     fn a_doctored_native_verdict_is_a_difference() {
         let mut native = native_rows();
         doctor(&mut native, "halve the batch", Verdict::HoldsPartly);
-        let out = compare(
-            &page_rows(SWIFTSHADER),
-            SWIFTSHADER,
-            &native,
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page_rows(SWIFTSHADER), &native);
         assert_eq!(
             claims_of(&out.differences),
             ["halve the batch, halve the activation memory"]
@@ -283,13 +276,7 @@ mod tests {
         // A native run that failed is no agreement either.
         let mut native = native_rows();
         doctor(&mut native, "halve the batch", Verdict::NotMeasured);
-        let out = compare(
-            &page_rows(SWIFTSHADER),
-            SWIFTSHADER,
-            &native,
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page_rows(SWIFTSHADER), &native);
         assert_eq!(out.differences.len(), 1);
     }
 
@@ -302,13 +289,7 @@ mod tests {
         assert_eq!(dependent, ["empty_cache() frees GPU memory"]);
         let mut native = native_rows();
         doctor(&mut native, "empty_cache()", Verdict::HoldsPartly);
-        let out = compare(
-            &page_rows(SWIFTSHADER),
-            SWIFTSHADER,
-            &native,
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page_rows(SWIFTSHADER), &native);
         assert_eq!(out.differences, []);
         assert_eq!(claims_of(&out.allowed), dependent);
         assert!(
@@ -318,13 +299,7 @@ mod tests {
         );
         // The allowance is for two judged verdicts: a run that failed natively is not one.
         doctor(&mut native, "empty_cache()", Verdict::NotMeasured);
-        let out = compare(
-            &page_rows(SWIFTSHADER),
-            SWIFTSHADER,
-            &native,
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page_rows(SWIFTSHADER), &native);
         assert_eq!(claims_of(&out.differences), dependent);
     }
 
@@ -332,13 +307,7 @@ mod tests {
     fn a_card_the_native_report_lacks_is_a_difference() {
         let mut native = native_rows();
         native.retain(|row| !row.claim.starts_with("keep the eval batch small"));
-        let out = compare(
-            &page_rows(SWIFTSHADER),
-            SWIFTSHADER,
-            &native,
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page_rows(SWIFTSHADER), &native);
         assert_eq!(claims_of(&out.differences), ["keep the eval batch small"]);
         assert!(out.differences[0].what.contains("no row"));
     }
@@ -353,13 +322,7 @@ mod tests {
             .unwrap();
         row.verdict = Verdict::NotRunHere;
         row.reason = "this adapter has no shader-f16".into();
-        let out = compare(
-            &page,
-            SWIFTSHADER,
-            &native_rows(),
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page, &native_rows());
         assert_eq!(
             claims_of(&out.differences),
             ["halve the batch, halve the activation memory"]
@@ -369,13 +332,7 @@ mod tests {
         for row in &mut page {
             row.verdict = Verdict::NotRunHere;
         }
-        let out = compare(
-            &page,
-            SWIFTSHADER,
-            &native_rows(),
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page, &native_rows());
         let allowed = page_rows(SWIFTSHADER)
             .iter()
             .filter(|r| r.verdict != Verdict::NotRunHere)
@@ -400,13 +357,7 @@ mod tests {
     fn a_missing_card_and_a_native_report_judged_on_other_figures_are_differences() {
         let mut page = page_rows(SWIFTSHADER);
         page.retain(|row| !row.claim.starts_with("keep the eval batch small"));
-        let out = compare(
-            &page,
-            SWIFTSHADER,
-            &native_rows(),
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let out = against(&page, &native_rows());
         assert_eq!(claims_of(&out.differences), ["keep the eval batch small"]);
         // The full native report judges checkpointing's step time too, which the page cannot.
         let out = compare(
@@ -428,7 +379,7 @@ mod tests {
         let (mut page, mut native) = (page_rows(SWIFTSHADER), native_rows());
         doctor(&mut page, "halve the batch", Verdict::NotMeasured);
         doctor(&mut native, "halve the batch", Verdict::NotMeasured);
-        let out = compare(&page, SWIFTSHADER, &native, NATIVE_AS_PAGE, Cards::All);
+        let out = against(&page, &native);
         assert_eq!(
             claims_of(&out.differences),
             ["halve the batch, halve the activation memory"]
@@ -456,13 +407,7 @@ mod tests {
         assert_eq!(out.differences, []);
         assert_eq!((out.ran, out.same), (2, 2));
         // The same table as "Run all"'s misses every other card.
-        let all = compare(
-            &page,
-            SWIFTSHADER,
-            &native_rows(),
-            NATIVE_AS_PAGE,
-            Cards::All,
-        );
+        let all = against(&page, &native_rows());
         assert!(all.differences.len() > 10, "{:?}", all.differences);
         // A card that ran is still held to the native verdict.
         let mut native = native_rows();
