@@ -37,13 +37,20 @@ export async function runToEnd(page) {
   return page.textContent('#status');
 }
 
-/** A tab of its own (a fresh context) on `address`, recording the page's errors. */
-export async function openTab(browser, address) {
+/** Navigation for a tab opened while a native process trains on every core: the tests wait for
+ * what the tab shows (steps, 120 s at most), not for its load event, which waits for the 3 MB
+ * wasm preload and came after Playwright's 30 s once on a slow CI machine (live.mjs's second
+ * tab, 2026-11-27). */
+export const WHILE_BUSY = { waitUntil: 'domcontentloaded', timeout: 120_000 };
+
+/** A tab of its own (a fresh context) on `address`, recording the page's errors. `goto` is
+ * Playwright's navigation options (by default it waits for the load event, 30 s at most). */
+export async function openTab(browser, address, goto = {}) {
   const context = await browser.newContext({ viewport: { width: 1366, height: 1000 } });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(address);
+  await page.goto(address, goto);
   return { context, page, errors };
 }

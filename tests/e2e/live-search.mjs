@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { launch, openTab } from './browser.mjs';
+import { launch, openTab, WHILE_BUSY } from './browser.mjs';
 
 const [dist, shots, binary] = process.argv.slice(2);
 if (!dist || !shots || !binary) {
@@ -65,7 +65,7 @@ try {
   // A whole search: three trials.
   const whole = await search(['--max-trials', '3']);
   runs.push(whole);
-  const tab = await openTab(browser, whole.address);
+  const tab = await openTab(browser, whole.address, WHILE_BUSY);
   await overOn(tab.page, 240_000);
   const code = await whole.exited;
   check(code === 0, `the search exits 0 (exit ${code})`);
@@ -86,7 +86,7 @@ try {
   // A long search: pause it, resume it and stop it.
   const long = await search(['--method', 'seed-linear']);
   runs.push(long);
-  const second = await openTab(browser, long.address);
+  const second = await openTab(browser, long.address, WHILE_BUSY);
   const runsAtLeast = (n) => second.page.waitForFunction(
     (n) => Number(document.querySelector('#native-run')?.dataset.runs) >= n, n, { timeout: 120_000 });
   const statusIs = (wanted) => second.page.waitForFunction(
@@ -121,7 +121,7 @@ try {
   const claims = await serve(['claims', '--only', 'strategies.loss_bookkeeping', '--claim',
     'keeping every step', '--as-page'], 'these claims');
   runs.push(claims);
-  const third = await openTab(browser, claims.address);
+  const third = await openTab(browser, claims.address, WHILE_BUSY);
   await overOn(third.page, 120_000);
   const claimsExit = await claims.exited;
   const judged = await banner(third.page);

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { launch, openTab } from './browser.mjs';
+import { launch, openTab, WHILE_BUSY } from './browser.mjs';
 
 const [dist, shots, binary] = process.argv.slice(2);
 if (!dist || !shots || !binary) {
@@ -61,7 +61,7 @@ const statusIs = (page, wanted, timeout = 30_000) => page.waitForFunction(
 
 const samples = [];
 try {
-  const first = await openTab(browser, address);
+  const first = await openTab(browser, address, WHILE_BUSY);
   await stepsAtLeast(first.page, 20);
   const banner = await first.page.textContent('#native-run');
   check(/\(vulkan\)/.test(banner), `the page names the native adapter and backend: "${banner.slice(0, 90)}..."`);
@@ -74,10 +74,12 @@ try {
   }
   check(samples.at(-1).steps > samples[0].steps, `steps arrive live (${samples[0].steps} then ${samples.at(-1).steps} drawn)`);
 
-  const second = await openTab(browser, address);
+  const opening = Date.now();
+  const second = await openTab(browser, address, WHILE_BUSY);
   const seen = samples.at(-1).steps;
   await stepsAtLeast(second.page, seen);
-  check(true, `a second tab sees the same run from its first step (${seen}+ steps)`);
+  check(true, `a second tab sees the same run from its first step (${seen}+ steps, `
+    + `${((Date.now() - opening) / 1000).toFixed(1)} s after it was opened)`);
   await first.page.screenshot({ path: path.join(shots, 'live-native-run.png') });
   check(first.errors.length === 0, `no errors in the first tab${first.errors.length ? ': ' + first.errors.join(' | ') : ''}`);
   await first.context.close();
