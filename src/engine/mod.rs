@@ -18,6 +18,7 @@ pub mod finder;
 pub mod format;
 pub mod fused;
 pub mod hf_config;
+pub mod layout;
 pub mod link;
 pub mod memory;
 pub mod models;

@@ -2,7 +2,7 @@
 //! A strategy's own refusals (what it cannot run with) live in its file under `strategies`.
 
 use super::config::{
-    Budget, DataConfig, DataKind, InputKind, Kernels, ModelKind, RunConfig, limits,
+    Budget, DataConfig, DataKind, InputKind, Kernels, ModelKind, OpPath, RunConfig, limits,
 };
 use super::error::ConfigError;
 use super::strategies;
@@ -237,7 +237,60 @@ fn model(config: &RunConfig) -> Check {
             ),
         ));
     }
+    llama_fields(config)?;
+    if config.strategies.attention == OpPath::Fused && !model.kind.family().attends() {
+        return Err(ConfigError::invalid(
+            "strategies.attention",
+            format!(
+                "fused means nothing to model.kind = {}, which has no attention: naive (the \
+                 default), or a model with attention ({})",
+                model.kind.name(),
+                kinds_where(|kind| kind.family().attends())
+            ),
+        ));
+    }
     model.kind.family().check(config)
+}
+
+/// The names of the families `which` picks, for an error's list of what is accepted.
+fn kinds_where(which: impl Fn(ModelKind) -> bool) -> String {
+    ModelKind::ALL
+        .iter()
+        .filter(|kind| which(**kind))
+        .map(|kind| kind.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The fields only a llama-built family reads: set on any other, they would be ignored in
+/// silence, so they are refused.
+fn llama_fields(config: &RunConfig) -> Check {
+    let model = &config.model;
+    if model.kind.family().builds_a_llama() {
+        return Ok(());
+    }
+    let set = [
+        ("model.head_dim", model.head_dim as f64),
+        ("model.window", model.window as f64),
+        ("model.global_every", model.global_every as f64),
+        ("model.local_rope_theta", model.local_rope_theta),
+        ("model.attn_softcap", model.attn_softcap),
+        ("model.final_softcap", model.final_softcap),
+        ("model.experts", model.experts as f64),
+        ("model.experts_per_token", model.experts_per_token as f64),
+    ];
+    match set.into_iter().find(|(_, value)| *value != 0.0) {
+        None => Ok(()),
+        Some((field, value)) => Err(ConfigError::invalid(
+            field,
+            format!(
+                "{value} means nothing to model.kind = {}: only the families built as a llama \
+                 read it ({}); 0, or leave it out",
+                model.kind.name(),
+                kinds_where(|kind| kind.family().builds_a_llama())
+            ),
+        )),
+    }
 }
 
 /// A stream has no answer to classify, only the next token at every position: a decoder's task.

@@ -130,6 +130,27 @@ fn layer_checkpointing_gives_the_same_loss_and_gradients() {
     }
 }
 
+/// The other families' blocks, recomputed: Gemma's extra norms, windows and soft caps,
+/// Qwen3's query and key norms, Phi-3's fused projections, and both mixtures of experts (a
+/// recomputed block routes its tokens as its forward pass did), under LoRA too for one of them.
+#[test]
+fn layer_checkpointing_gives_the_same_loss_and_gradients_in_every_family() {
+    for preset in [
+        "sort-gemma2",
+        "sort-gemma3",
+        "sort-qwen3",
+        "sort-phi3",
+        "sort-mixtral",
+        "sort-qwen3-moe",
+    ] {
+        same_loss_and_gradients(preset, &["batch_size=16"]);
+    }
+    same_loss_and_gradients(
+        "sort-mixtral",
+        &["batch_size=16", "strategies.trainable=lora", "strategies.lora_rank=4"],
+    );
+}
+
 /// Whether this machine's adapter computes in f16 (lavapipe does; an f16 run elsewhere falls
 /// back to f32, and a comparison of it would compare f32 runs).
 fn adapter_has_shader_f16() -> bool {

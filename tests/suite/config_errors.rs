@@ -202,6 +202,39 @@ fn each_invalid_field_is_named_in_its_error() {
             "strategies.weight_dtype",
             "models for it: mlp, cnn, transformer",
         ),
+        // Fields only a llama-built family reads are refused elsewhere, not ignored.
+        (
+            "sort-transformer",
+            "model.window=64",
+            "model.window",
+            "64 means nothing to model.kind = transformer: only the families built as a llama \
+             read it (llama, qwen3, gemma2, gemma3, phi3, mixtral, qwen3_moe)",
+        ),
+        (
+            "sort-gpt",
+            "model.final_softcap=30",
+            "model.final_softcap",
+            "means nothing to model.kind = transformer",
+        ),
+        (
+            "sort-gru",
+            "model.experts=8",
+            "model.experts",
+            "8 means nothing to model.kind = gru",
+        ),
+        (
+            "sort-llama",
+            "model.experts=8",
+            "model.experts",
+            "8: llama has one dense feed-forward a block",
+        ),
+        (
+            "spiral-mlp",
+            "strategies.attention=fused",
+            "strategies.attention",
+            "fused means nothing to model.kind = mlp, which has no attention: naive (the \
+             default), or a model with attention (transformer, llama, qwen3,",
+        ),
         ("spiral-mlp", "budget=12parsecs", "budget", "512MiB, 6GiB"),
         ("spiral-mlp", "budget=-3MiB", "budget", "above zero"),
         // The token stream is a decoder's task; the others name what takes it.

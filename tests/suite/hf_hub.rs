@@ -66,9 +66,21 @@ fn closed_port() -> String {
 /// `vramlab plan --hf-config ID` (GPT-2 small on sort-gpt's tiny batch) with the Hub at
 /// `endpoint`, the cache in `cache`, and `token` as HF_TOKEN; no proxy in the way.
 fn plan(id: &str, endpoint: &str, cache: &std::path::Path, token: Option<&str>) -> Output {
+    plan_with(&[], id, endpoint, cache, token)
+}
+
+/// [`plan`] with `extra` arguments.
+fn plan_with(
+    extra: &[&str],
+    id: &str,
+    endpoint: &str,
+    cache: &std::path::Path,
+    token: Option<&str>,
+) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_vramlab"));
     command
         .args(["plan", "--hf-config", id, "--preset", "sort-gpt"])
+        .args(extra)
         .args([
             "--set",
             "batch_size=1",
@@ -131,14 +143,35 @@ fn a_hub_id_is_fetched_with_its_token_cached_and_refused_clearly_offline() {
         std::fs::read_to_string(format!("{DIR}/gpt2.json")).unwrap()
     );
 
-    // The cached copy is read without the network: nothing listens at the endpoint now.
+    // The cached copy is read without the network (nothing listens at the endpoint now), and
+    // the run says so.
     let out = plan(id, &closed_port(), &cache, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
     assert_eq!(asked.lock().unwrap().len(), 1);
+    assert!(
+        said.contains("openai-community/gpt2: config.json read from the cache (")
+            && said.contains("saved today), not the Hub; --refresh fetches it again"),
+        "{said}"
+    );
+
+    // --refresh asks the Hub again, and says nothing of a cache.
+    let out = plan_with(&["--refresh"], id, &endpoint, &cache, None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !said.contains("cache"), "{said}");
+    assert_eq!(asked.lock().unwrap().len(), 2);
+    // A file has nothing to refresh.
+    let err = refused(&plan_with(
+        &["--refresh"],
+        &format!("{DIR}/gpt2.json"),
+        &endpoint,
+        &cache,
+        None,
+    ));
+    assert!(
+        err.contains("--refresh") && err.contains("is a file, not a Hub id"),
+        "{err}"
+    );
 
     // Offline, an id not cached: the error names it and says to pass a file.
     let err = refused(&plan(

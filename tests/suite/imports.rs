@@ -255,7 +255,7 @@ const LAYERS: &[&[&str]] = &[
     &["outcome"],
     &["error"],
     &["config", "overrides"],
-    &["data", "device"],
+    &["data", "device", "layout"],
     &["presets", "hf_config"],
     // What a model is built from: vramlab's autodiff ops, burn modules, the fused WGSL step.
     &["ops", "models", "fused"],
@@ -277,18 +277,6 @@ const UPWARD: &[(&str, &str, &str)] = &[
         "families",
         "`ModelKind` is generated from the `families!` list, so that adding a family is one line \
          there; config re-exports it for `model.kind`",
-    ),
-    (
-        "memory",
-        "strategies",
-        "the analytic model sizes q4/q8 weights by the block format the weight_dtype strategy \
-         stores (`weight_dtype::BlockFormat`)",
-    ),
-    (
-        "memory",
-        "train",
-        "the analytic model sizes 8-bit AdamW's state as the optimizer stores it \
-         (`adamw8bit::state_bytes`)",
     ),
 ];
 

@@ -10,6 +10,7 @@ use vramlab::engine::hf_config;
 use vramlab::engine::memory::predict;
 use vramlab::engine::overrides::apply_override;
 use vramlab::engine::presets::preset;
+use vramlab::engine::strategies::checkpointing::lora_expert_block_parents;
 use vramlab::engine::{Purpose, Run};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
@@ -67,6 +68,18 @@ fn the_tiny_mixtral_trains_with_falling_loss_and_reports_its_routing() {
     let routed: u64 = load.log.iter().flatten().map(|&n| n as u64).sum();
     assert_eq!(routed, load.tokens_per_expert.iter().sum::<u64>());
     assert!(load.busiest_pass_tokens >= load.busiest_pass_even_tokens);
+    // The router's own choices, every pass read: balanced routing (a plan's assumption, or
+    // the fallback of a pass whose read failed) would give each expert 128 in every training
+    // pass.
+    assert_eq!(load.unread_passes, 0, "{}", load.describe());
+    assert!(
+        load.log
+            .iter()
+            .filter(|pass| pass.iter().sum::<usize>() == 16 * 16 * 2)
+            .any(|pass| pass.iter().any(|&n| n != 128)),
+        "every pass routed evenly: {}",
+        load.describe()
+    );
 }
 
 #[test]
@@ -91,6 +104,46 @@ fn a_plan_of_a_mixture_of_experts_says_it_assumed_even_routing() {
         load.describe().starts_with("routing assumed even"),
         "{}",
         load.describe()
+    );
+}
+
+/// Per-layer checkpointing makes a block one autodiff node of at most 2,048 parents; under LoRA
+/// a block of many experts tracks more. The check's count is the built block's own (one block,
+/// so the model's trained tensors are its adapters'), and past the node it is refused by name.
+#[test]
+fn a_checkpointed_block_past_its_nodes_parents_is_refused_not_run_whole() {
+    let (_lock, _) = gpu();
+    let at = |experts: usize| {
+        let sets = [
+            "model.layers=1".to_string(),
+            format!("model.experts={experts}"),
+            "strategies.trainable=lora".to_string(),
+            "strategies.checkpointing=layers".to_string(),
+        ];
+        vramlab::engine::overrides::apply_overrides(
+            preset("sort-mixtral").unwrap(),
+            sets.iter().map(String::as_str),
+        )
+        .unwrap()
+    };
+    let refused = at(340)
+        .validate_for(Purpose::Plan)
+        .expect_err("340 experts under LoRA pass the node's parents")
+        .to_string();
+    assert!(
+        refused.contains("strategies.checkpointing")
+            && refused.contains("tracks 2051 tensors")
+            && refused.contains("at most 339"),
+        "{refused}"
+    );
+    let most = at(339);
+    most.validate_for(Purpose::Plan).expect("339 experts: 2,045 parents");
+    let gpu = planner().expect("the planning device");
+    let built = Run::plan(most.clone(), &gpu).expect("the model builds");
+    assert_eq!(
+        Some(1 + built.param_counts().trainable_tensors),
+        lora_expert_block_parents(&most),
+        "the block's input and its trained tensors"
     );
 }
 

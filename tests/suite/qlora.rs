@@ -9,7 +9,7 @@ use vramlab::engine::memory::sampler;
 use vramlab::engine::ops::quantized_linear;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
-use vramlab::engine::strategies::weight_dtype::BlockFormat;
+use vramlab::engine::strategies::weight_dtype::{BlockFormat, QuantizedWeights};
 
 use super::support::{TINY_BATCH, config, gpu, loss_ends, relative_gap, run};
 
@@ -221,6 +221,66 @@ fn a_q4_lora_llama_learns_and_a_q4_head_run_trains() {
     let losses: Vec<f32> = head.steps.iter().filter_map(|s| s.loss).collect();
     assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
     assert!(head.summary.eval_accuracy.is_some());
+}
+
+/// A short QLoRA run of `preset`: every step's loss finite, the quantized base storing its
+/// body's matrices, the adapters alone training. What its base stored.
+fn short_qlora_run(gpu: &vramlab::engine::device::Gpu, preset: &str) -> QuantizedWeights {
+    let timeline = run(
+        gpu,
+        config(
+            preset,
+            &[
+                "steps=6",
+                "eval_every=0",
+                TINY_BATCH,
+                "strategies.trainable=lora",
+                "strategies.weight_dtype=q4",
+            ],
+        ),
+    );
+    let summary = &timeline.summary;
+    let stored = summary.quantized.expect("a q4 run reports its base");
+    let losses: Vec<f32> = timeline.steps.iter().filter_map(|s| s.loss).collect();
+    println!(
+        "{preset} q4 lora: losses {losses:?}; {} matrices in {}, {} untiled",
+        stored.matrices,
+        stored.format.describe(),
+        stored.untiled_matrices
+    );
+    assert_eq!(losses.len(), 6, "{preset}: a loss every step");
+    assert!(losses.iter().all(|l| l.is_finite()), "{preset}: {losses:?}");
+    assert!(stored.matrices > 0, "{preset}: nothing quantized");
+    assert_eq!(
+        summary.trainable_params, summary.adapter_params,
+        "{preset}: only the adapters train"
+    );
+    stored
+}
+
+/// Mixtral's routers (64 x 4) tile into no block and stay 16-bit: their adapters are f32 as
+/// every QLoRA adapter is (in f16 they turned NaN on the first step, Adam's epsilon being 0).
+#[test]
+fn a_qlora_mixtral_trains_over_the_matrices_it_could_not_quantize() {
+    let (_lock, gpu) = gpu();
+    let stored = short_qlora_run(&gpu, "sort-mixtral");
+    assert_eq!(stored.untiled_matrices, 2, "the two blocks' routers");
+}
+
+/// QLoRA run for real, briefly, in each other family newer than the Llama.
+#[test]
+#[ignore = "full tier (bash .ci/test --full)"]
+fn a_short_qlora_run_trains_in_every_newer_family() {
+    let (_lock, gpu) = gpu();
+    for preset in [
+        "sort-qwen3",
+        "sort-gemma2",
+        "sort-gemma3",
+        "sort-phi3",
+        "sort-qwen3-moe",
+    ] {
+        short_qlora_run(&gpu, preset);
+    }
 }
 
 /// Bytes the allocator gives a buffer of `bytes`: rounded up to its 32-byte alignment.

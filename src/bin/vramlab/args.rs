@@ -151,6 +151,10 @@ pub struct ConfigArgs {
     /// Fields vramlab does not model are refused by name.
     #[arg(long, value_name = "CONFIG.JSON|ORG/NAME")]
     pub hf_config: Option<PathBuf>,
+    /// With --hf-config ORG/NAME: fetch its config.json from the Hub again, replacing the
+    /// cached copy (a cached copy is otherwise read, and the run says so).
+    #[arg(long, requires = "hf_config")]
+    pub refresh: bool,
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub overrides: Vec<String>,
@@ -378,7 +382,11 @@ impl ConfigArgs {
     /// `data.path`. Not yet validated. What the Hugging Face file changed or could not say goes
     /// to stderr.
     fn configure(&self) -> Result<RunConfig, ConfigError> {
-        let hf = self.hf_config.as_deref().map(read_hf).transpose()?;
+        let hf = self
+            .hf_config
+            .as_deref()
+            .map(|arg| read_hf(arg, self.refresh))
+            .transpose()?;
         // What a config file or a --set states keeps its value over a Hugging Face user's
         // defaults.
         let mut stated = Stated::default();
@@ -465,16 +473,30 @@ struct HfOrigin {
     name: String,
 }
 
-/// `--hf-config`'s file, or the Hub id's config.json (`hub`).
-fn read_hf(arg: &Path) -> Result<(HfModel, HfOrigin), ConfigError> {
+/// `--hf-config`'s file, or the Hub id's config.json (`hub`), fetched again when `refresh`.
+fn read_hf(arg: &Path, refresh: bool) -> Result<(HfModel, HfOrigin), ConfigError> {
     let (text, origin) = match HubId::parse(arg) {
-        Some(id) => (
-            id.config_json()?,
-            HfOrigin {
+        Some(id) => {
+            let (text, cached) = id.config_json(refresh)?;
+            let origin = HfOrigin {
                 label: id.to_string(),
                 name: id.name.clone(),
-            },
-        ),
+            };
+            if let Some(note) = cached {
+                eprintln!("vramlab: {}: {note}", origin.label);
+            }
+            (text, origin)
+        }
+        None if refresh => {
+            return Err(ConfigError::invalid(
+                "--refresh",
+                format!(
+                    "{} is a file, not a Hub id (org/name): --refresh fetches a Hub id's \
+                     config.json again; a file is read as it is",
+                    arg.display()
+                ),
+            ));
+        }
         None => {
             let label = arg.display().to_string();
             let text = std::fs::read_to_string(arg).map_err(|err| in_file(&label, err))?;

@@ -3,7 +3,8 @@
 //! `/{org}/{name}/resolve/main/config.json`, with `Authorization: Bearer $HF_TOKEN` when the
 //! token is set (gated and private models). A copy is kept in the user's cache
 //! (`$XDG_CACHE_HOME`, else `~/.cache`, under `vramlab/hf/{org}/{name}/config.json`) and read
-//! from there without the network afterwards; `HF_HUB_OFFLINE=1` never asks the Hub.
+//! from there without the network afterwards, the run saying so (`--refresh` fetches it
+//! again); `HF_HUB_OFFLINE=1` never asks the Hub.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,20 +63,22 @@ impl HubId {
         )
     }
 
-    /// The model's `config.json`: the cached copy, else the Hub's (then cached).
-    pub fn config_json(&self) -> Result<String, ConfigError> {
+    /// The model's `config.json`: the cached copy (unless `refresh`), else the Hub's (then
+    /// cached); with a note saying where a cached copy was read from.
+    pub fn config_json(&self, refresh: bool) -> Result<(String, Option<String>), ConfigError> {
         let cached = self.cached();
-        if let Some(path) = &cached
+        if !refresh
+            && let Some(path) = &cached
             && let Ok(text) = std::fs::read_to_string(path)
         {
-            return Ok(text);
+            return Ok((text, Some(cached_note(path))));
         }
         let text = self.fetch()?;
         if let Some(path) = &cached {
             // A cache that cannot be written costs the next run a download, nothing more.
             let _ = store(path, &text);
         }
-        Ok(text)
+        Ok((text, None))
     }
 
     fn fetch(&self) -> Result<String, ConfigError> {
@@ -141,6 +144,25 @@ impl HubId {
             _ => Err(failed(format!("{url} did not answer with a JSON object"))),
         }
     }
+}
+
+/// Where a cached copy was read from and how old it is: the Hub's may have changed since.
+fn cached_note(path: &Path) -> String {
+    let age = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|saved| saved.elapsed().ok())
+        .map(|age| match age.as_secs() / 86_400 {
+            0 => "today".to_string(),
+            1 => "1 day ago".to_string(),
+            days => format!("{days} days ago"),
+        })
+        .unwrap_or_else(|| "at a time its file does not say".to_string());
+    format!(
+        "config.json read from the cache ({}, saved {age}), not the Hub; --refresh fetches it \
+         again",
+        path.display()
+    )
 }
 
 /// `text` written to `path` through a temporary file beside it, so a reader never sees half.

@@ -60,6 +60,10 @@ impl Family for Llama {
         true
     }
 
+    fn builds_a_llama(&self) -> bool {
+        true
+    }
+
     fn check(&self, config: &RunConfig) -> Result<(), ConfigError> {
         let model = &config.model;
         attention_sizes(config)?;

@@ -63,6 +63,12 @@ pub trait Family: Sync {
         false
     }
 
+    /// Built as a llama (`models::Llama`): the fields only that model reads (`model.head_dim`,
+    /// `model.window`, the soft caps, the experts...) mean something to it.
+    fn builds_a_llama(&self) -> bool {
+        false
+    }
+
     /// Its cells keep f32 state inside burn's own forward (no f16 weights, mixed precision or
     /// quantized base).
     fn keeps_f32_state(&self) -> bool {

@@ -15,7 +15,7 @@
 //! lies behind.
 //!
 //! A quantized base (`strategies.weight_dtype` = `q4`, `q8`) stores the body's matrices in
-//! blocks (packed words and one scale a block, `weight_dtype::BlockFormat`), the rest of the
+//! blocks (packed words and one scale a block, `layout::BlockFormat`), the rest of the
 //! parameters in f16 and LoRA's adapters (and so their gradients and optimizer state) in f32.
 //! Its layers keep nothing dequantized for backward, so the activations are an f16 base's; one
 //! weight dequantized to f16 is a transient of backward's working set (and of an evaluation's).
@@ -29,8 +29,7 @@ use crate::engine::config::{
     OptimizerKind, RunConfig, Trainable,
 };
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
-use crate::engine::strategies::weight_dtype::BlockFormat;
-use crate::engine::train::adamw8bit;
+use crate::engine::layout::{self, BlockFormat};
 
 pub(crate) const F32: u64 = 4;
 /// Token and class ids are stored as 32-bit integers on the wgpu backend.
@@ -541,7 +540,7 @@ impl Trained {
     fn adamw8bit_bytes(&self) -> u64 {
         self.tensors
             .iter()
-            .map(|dims| adamw8bit::state_bytes(dims.iter().product()))
+            .map(|dims| layout::state_bytes(dims.iter().product()))
             .sum()
     }
 

@@ -130,6 +130,8 @@ pub struct TrainableCount {
     pub all: u64,
     /// Parameters of LoRA adapters (counted in `all` too).
     pub adapters: u64,
+    /// Parameter tensors that train: each a leaf of the autodiff graph.
+    pub trainable_tensors: usize,
     /// Inside a reparameterization (an adapter) while above zero.
     depth: usize,
 }
@@ -156,6 +158,7 @@ impl ModuleVisitor for TrainableCount {
         // `base`, not `val`: the stored tensor, without materializing an adapted weight.
         if param.base().is_require_grad() {
             self.trainable += values;
+            self.trainable_tensors += 1;
         }
     }
 }

@@ -68,6 +68,8 @@ struct RoutingState {
     /// The assignments of this forward pass's checkpointed blocks, for backward's
     /// recomputation to route as they did (it pops them last block first).
     recompute: Vec<Vec<usize>>,
+    /// Passes meant to follow the router whose choices could not be read, routed as balanced.
+    unread: usize,
 }
 
 /// What decides which tokens each expert receives.
@@ -94,6 +96,7 @@ impl Routing {
             log: Vec::new(),
             recorded: None,
             recompute: Vec::new(),
+            unread: 0,
         })))
     }
 
@@ -144,6 +147,7 @@ impl Routing {
             tokens_per_expert: tokens,
             busiest_pass_tokens: largest,
             busiest_pass_even_tokens: balanced,
+            unread_passes: state.unread,
             log: state.log.clone(),
         }
     }
@@ -192,7 +196,13 @@ impl Routing {
                 _ => balanced(tokens, top_k, experts),
             }),
         };
-        let assignment = given.unwrap_or_else(|| chosen_experts(read, tokens, top_k, experts));
+        let assignment = match given {
+            Some(assignment) => assignment,
+            None => chosen_experts(read, tokens, top_k, experts).unwrap_or_else(|| {
+                state.unread += 1;
+                balanced(tokens, top_k, experts)
+            }),
+        };
         if let Some(recorded) = &mut state.recorded {
             recorded.push(assignment.clone());
         }
@@ -235,6 +245,11 @@ pub struct ExpertLoad {
     pub busiest_pass_tokens: usize,
     /// What every expert of that pass would have received if it were even (rounded up).
     pub busiest_pass_even_tokens: usize,
+    /// Passes of a measured routing whose choices could not be read back (the device ran out
+    /// of memory earlier in the step): each was routed as balanced, a fallback `describe`
+    /// names.
+    #[serde(default)]
+    pub unread_passes: usize,
     /// Each pass's counts, in order (for a plan that replays them; not exported).
     #[serde(skip)]
     pub log: Vec<RoutedCounts>,
@@ -255,10 +270,17 @@ impl ExpertLoad {
         let most = self.tokens_per_expert.iter().max().copied().unwrap_or(0);
         let total: u64 = self.tokens_per_expert.iter().sum();
         let ratio = self.busiest_pass_tokens as f64 / even.max(1) as f64;
+        let unread = match self.unread_passes {
+            0 => String::new(),
+            n => format!(
+                "; {n} of the passes could not read the router's choices and were routed as \
+                 balanced instead (a fallback: the figures include them)"
+            ),
+        };
         format!(
             "routing {} over {} passes: the {} experts received {least} to {most} tokens each \
              (even: {}); in the pass furthest from even one expert received {} tokens where \
-             even routing gives {even} ({ratio:.2}x)",
+             even routing gives {even} ({ratio:.2}x){unread}",
             self.source,
             self.passes,
             self.experts,
@@ -268,21 +290,19 @@ impl ExpertLoad {
     }
 }
 
-/// The router's choices as read from the device. A read that failed (the device ran out of
-/// memory earlier in the step) routes as balanced: the step's loss reports the failure.
+/// The router's choices as read from the device; `None` where the read failed (the device ran
+/// out of memory earlier in the step), which the caller routes as balanced and counts.
 fn chosen_experts(
     read: Option<Vec<i64>>,
     tokens: usize,
     top_k: usize,
     experts: usize,
-) -> Vec<usize> {
-    match read {
-        Some(ids) if ids.len() == tokens * top_k => ids
-            .into_iter()
+) -> Option<Vec<usize>> {
+    read.filter(|ids| ids.len() == tokens * top_k).map(|ids| {
+        ids.into_iter()
             .map(|id| (id.max(0) as usize).min(experts - 1))
-            .collect(),
-        _ => balanced(tokens, top_k, experts),
-    }
+            .collect()
+    })
 }
 
 /// Assignment `a` (token `a / top_k`, its choice `a % top_k`) goes to expert `a % experts`:

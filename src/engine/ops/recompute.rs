@@ -129,8 +129,9 @@ impl ModuleMapper for FreshLeaves {
 /// The most parents one node takes: the input and the layer's tracked tensors, rounded up to a
 /// power of two (burn's autodiff nodes have a fixed number of parents). The order of
 /// [`TrackedParams`] and [`FreshLeaves`] is the module's visiting order, the same for both, so
-/// the i-th fresh leaf stands for the (i + 1)-th parent.
-const MOST_PARENTS: usize = 2048;
+/// the i-th fresh leaf stands for the (i + 1)-th parent. A config whose block would need more
+/// is refused (`strategies::checkpointing::check`).
+pub const MOST_PARENTS: usize = 2048;
 
 /// The node for `layer` on `x`; its plain forward pass's `output` when it ran already.
 fn record<L: Recomputable>(layer: &L, x: Tensor<3>, output: Option<Raw>) -> Tensor<3> {
@@ -156,14 +157,11 @@ fn record<L: Recomputable>(layer: &L, x: Tensor<3>, output: Option<Raw>) -> Tens
         512 => node::<L, 512>(layer, x, params, output),
         1024 => node::<L, 1024>(layer, x, params, output),
         MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params, output),
-        _ => {
-            // A layer of more parameter tensors than a node takes: none is built here; run it
-            // whole rather than fail.
-            let x = Tensor::from_primitive::<Ad>(x);
-            // A plain pass that ran already is dropped: the graph's pass repeats it.
-            drop(output);
-            layer.forward(x)
-        }
+        more => panic!(
+            "a checkpointed block of {parents} tracked tensors needs a node of {more} parents, \
+             past the {MOST_PARENTS} one takes: strategies::checkpointing::check refuses such a \
+             config, so its count of a block's tensors is wrong"
+        ),
     }
 }
 

@@ -12,8 +12,9 @@
 
 use burn::tensor::Device;
 
-use crate::engine::config::{Checkpointing as Mode, RunConfig};
+use crate::engine::config::{Checkpointing as Mode, RunConfig, Trainable};
 use crate::engine::error::ConfigError;
+use crate::engine::ops::recompute::MOST_PARENTS;
 
 use super::Strategy;
 
@@ -34,14 +35,49 @@ impl Strategy for Checkpointing {
     }
 }
 
-/// `layers` needs a model made of blocks: the transformer and llama families.
+/// Matrices in a mixture of experts' block besides its experts': Q, K, V, the attention's
+/// output and the router.
+const MOE_BLOCK_MATRICES: usize = 5;
+
+/// The autodiff parents a checkpointed block's node takes where they can pass
+/// [`MOST_PARENTS`]: under LoRA, a mixture of experts' block tracks two adapter factors for
+/// each of its matrices (`MOE_BLOCK_MATRICES` and three an expert), beside its input. Every
+/// other block tracks at most its own parameter tensors, fewer than 1,600 with
+/// `model.experts` at its most. `None` where it cannot pass.
+pub fn lora_expert_block_parents(config: &RunConfig) -> Option<usize> {
+    let model = &config.model;
+    if config.strategies.trainable != Trainable::Lora || model.experts == 0 {
+        return None;
+    }
+    Some(1 + 2 * (MOE_BLOCK_MATRICES + 3 * model.experts))
+}
+
+/// `layers` needs a model made of blocks: the transformer and llama families; and a block whose
+/// node takes its tracked tensors.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
+    if config.strategies.checkpointing == Mode::Layers
+        && let Some(parents) = lora_expert_block_parents(config)
+        && parents > MOST_PARENTS
+    {
+        return Err(ConfigError::invalid(
+            "strategies.checkpointing",
+            format!(
+                "layers makes each block one autodiff node, of at most {MOST_PARENTS} parents; \
+                 a block of model.experts = {} under LoRA tracks {parents} tensors (its input \
+                 and two adapter factors a matrix). Fewer experts (at most {}), or \
+                 checkpointing = none or balanced",
+                config.model.experts,
+                ((MOST_PARENTS - 1) / 2 - MOE_BLOCK_MATRICES) / 3
+            ),
+        ));
+    }
     let kind = config.model.kind;
     if config.strategies.checkpointing == Mode::Layers && !kind.family().attends() {
         return Err(ConfigError::invalid(
             "strategies.checkpointing",
             format!(
-                "layers recomputes each transformer block in backward; model.kind = {} has no                  such blocks. Models for it: transformer, llama; for {} use none or balanced",
+                "layers recomputes each transformer block in backward; model.kind = {} has no \
+                 such blocks. Models for it: transformer, llama; for {} use none or balanced",
                 kind.name(),
                 kind.name()
             ),

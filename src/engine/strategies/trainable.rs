@@ -7,13 +7,17 @@
 //! - `lora`: burn's `apply_lora` freezes every base parameter and gives each weight matrix of
 //!   the body (`Model::parts`) two trainable factors `A` (`[d_in, rank]`) and `B` (`[rank,
 //!   d_out]`, zeros), scaled by `lora_alpha / lora_rank`. The bases keep the precision
-//!   `weight_dtype` gives them, and the factors follow a float base's (f32 or f16); beside a
-//!   quantized base (`q4`, `q8`) they are f32, burn's default. The models' dense layers compute
-//!   `x W + s (x A) B` (`models::dense`), as PEFT's LoRA layers do.
+//!   `weight_dtype` gives them, and the factors follow a float base's (f32 or f16); in a run
+//!   over a quantized base (`q4`, `q8`) every factor is f32, as QLoRA's are: beside the
+//!   quantized matrices (burn's default type), and beside the few it could not tile, which stay
+//!   16-bit (an f16 factor there trained to NaN on its first step: Adam's epsilon is 0 in f16,
+//!   and a factor whose gradient is 0, `A` while `B` is zeros, divides 0 by 0). The models' dense
+//!   layers compute `x W + s (x A) B` (`models::dense`), as PEFT's LoRA layers do.
 //!
 //! What it reports: the parameters in all, those that train, and the adapters'.
 
-use burn::module::{Lora, Module};
+use burn::module::{Lora, Module, ModuleMapper, Param};
+use burn::tensor::{DType, FloatDType, Tensor};
 
 use crate::engine::config::{RunConfig, Trainable as Mode, WeightDtype, limits};
 use crate::engine::error::ConfigError;
@@ -30,12 +34,17 @@ pub struct ParamCounts {
     pub trainable: u64,
     /// Parameters of LoRA adapters.
     pub adapters: u64,
+    /// Parameter tensors that train (autodiff leaves: what a checkpointed block's node
+    /// tracks).
+    pub trainable_tensors: usize,
 }
 
 pub struct Trainable {
     mode: Mode,
     rank: usize,
     alpha: f64,
+    /// A quantized base's run: every adapter factor in f32.
+    f32_adapters: bool,
     counts: Option<ParamCounts>,
 }
 
@@ -46,6 +55,7 @@ impl Trainable {
             mode: s.trainable,
             rank: s.lora_rank,
             alpha: s.lora_alpha,
+            f32_adapters: matches!(s.weight_dtype, WeightDtype::Q4 | WeightDtype::Q8),
             counts: None,
         }
     }
@@ -61,7 +71,13 @@ impl Strategy for Trainable {
             }
             Mode::Lora => {
                 let adapted = model.parts().adapted_group();
-                model.apply_lora(Lora::new(self.rank, self.alpha).set_param_group(adapted))
+                let model =
+                    model.apply_lora(Lora::new(self.rank, self.alpha).set_param_group(adapted));
+                if self.f32_adapters {
+                    model.map(&mut AdaptersInF32 { depth: 0 })
+                } else {
+                    model
+                }
             }
         };
         let count = model.trainable_count();
@@ -69,6 +85,7 @@ impl Strategy for Trainable {
             model: count.all - count.adapters,
             trainable: count.trainable,
             adapters: count.adapters,
+            trainable_tensors: count.trainable_tensors,
         });
         model
     }
@@ -127,4 +144,49 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+/// Casts every LoRA factor (a parameter inside a reparameterization) that is not f32 to f32, as
+/// a trained leaf of its own: the cast runs beneath autodiff, so the factor stays a leaf the
+/// optimizer finds.
+struct AdaptersInF32 {
+    /// Inside a reparameterization (an adapter) while above zero.
+    depth: usize,
+}
+
+impl ModuleMapper for AdaptersInF32 {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.depth += 1;
+        }
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.depth -= 1;
+        }
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if self.depth == 0 {
+            return param;
+        }
+        param.map(|factor| {
+            if factor.dtype() == DType::F32 {
+                return factor;
+            }
+            let trains = factor.is_require_grad();
+            match factor.gradient_checkpointing_strategy() {
+                Some(strategy) => {
+                    let cast = factor
+                        .inner()
+                        .cast(FloatDType::F32)
+                        .autodiff()
+                        .with_gradient_checkpointing_strategy(strategy);
+                    if trains { cast.require_grad() } else { cast }
+                }
+                None => factor.cast(FloatDType::F32),
+            }
+        })
+    }
 }

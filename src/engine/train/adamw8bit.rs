@@ -52,73 +52,12 @@ use burn::tensor::quantization::{QuantScheme, QuantStore, QuantValue, ScaleDtype
 use burn::tensor::{Device, FloatDType, Tensor};
 
 use crate::engine::config::OptimizerKind;
+pub use crate::engine::layout::{BLOCK, MIN_8BIT_SIZE, MomentLayout, PACK, state_bytes};
 
-/// Values sharing one scale (bitsandbytes' `blocksize`).
-pub const BLOCK: usize = 256;
-/// Tensors with fewer values keep f32 moments (bitsandbytes' `min_8bit_size`).
-pub const MIN_8BIT_SIZE: usize = 4096;
 /// Whole blocks are stored as rows of this many values, two rows a block: burn's block sizes are
 /// a `u8` per dimension, so one of 256 along a single dimension cannot be spelled.
 const ROW: usize = 128;
-/// Codes packed in one `u32` word: a quantized tensor's innermost dimension is a multiple of it.
-const PACK: usize = 4;
-
-/// Bytes one parameter tensor of `values` values keeps between steps under `adamw8bit`: both
-/// moments (before the allocator's alignment).
-pub fn state_bytes(values: u64) -> u64 {
-    2 * MomentLayout::of(values as usize).stored_bytes()
-}
-
-/// How one moment of a parameter is laid out between steps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MomentLayout {
-    /// Under [`MIN_8BIT_SIZE`] values: f32, viewed as `[1, values]`.
-    Full { values: usize },
-    /// 8-bit codes: `whole` blocks of [`BLOCK`] values viewed as `[2 x whole, 128]`, then the
-    /// `tail` values of a last, partial block (if any) as a quantized tensor of their own.
-    Blocked {
-        values: usize,
-        whole: usize,
-        tail: usize,
-    },
-}
-
 impl MomentLayout {
-    pub fn of(values: usize) -> Self {
-        if values < MIN_8BIT_SIZE {
-            Self::Full { values }
-        } else {
-            Self::Blocked {
-                values,
-                whole: values / BLOCK,
-                tail: values % BLOCK,
-            }
-        }
-    }
-
-    /// The parameter's values.
-    pub fn values(self) -> usize {
-        match self {
-            Self::Full { values } | Self::Blocked { values, .. } => values,
-        }
-    }
-
-    /// Bytes one moment takes: codes and a scale per block, or f32 values. The tail's codes
-    /// round up to a whole `u32` word.
-    pub fn stored_bytes(self) -> u64 {
-        match self {
-            Self::Full { values } => 4 * values as u64,
-            Self::Blocked { whole, tail, .. } => {
-                let tail = if tail == 0 {
-                    0
-                } else {
-                    tail.next_multiple_of(PACK) as u64 + 4
-                };
-                (BLOCK as u64 + 4) * whole as u64 + tail
-            }
-        }
-    }
-
     /// Keep `values` (f32, the parameter flattened) until the next step: as 8-bit codes when
     /// blocked, as they are otherwise.
     ///

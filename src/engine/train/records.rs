@@ -326,6 +326,7 @@ impl Summary {
             model: prediction.param_count,
             trainable: prediction.param_count,
             adapters: 0,
+            trainable_tensors: 0,
         });
         Self {
             name: config.name.clone(),
