@@ -147,7 +147,11 @@ fn layer_checkpointing_gives_the_same_loss_and_gradients_in_every_family() {
     }
     same_loss_and_gradients(
         "sort-mixtral",
-        &["batch_size=16", "strategies.trainable=lora", "strategies.lora_rank=4"],
+        &[
+            "batch_size=16",
+            "strategies.trainable=lora",
+            "strategies.lora_rank=4",
+        ],
     );
 }
 

@@ -271,14 +271,12 @@ const LAYERS: &[&[&str]] = &[
 
 /// The imports that go up a layer, each with why it stays. The test fails on any other, and on
 /// one of these that is no longer there (so it cannot come back unseen).
-const UPWARD: &[(&str, &str, &str)] = &[
-    (
-        "config",
-        "families",
-        "`ModelKind` is generated from the `families!` list, so that adding a family is one line \
+const UPWARD: &[(&str, &str, &str)] = &[(
+    "config",
+    "families",
+    "`ModelKind` is generated from the `families!` list, so that adding a family is one line \
          there; config re-exports it for `model.kind`",
-    ),
-];
+)];
 
 /// The imports of `graph` that go up a layer of `layers` and are not in `allowed`, as lines;
 /// or the modules that no layer places (each must be placed to be checked).

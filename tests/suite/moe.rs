@@ -137,7 +137,8 @@ fn a_checkpointed_block_past_its_nodes_parents_is_refused_not_run_whole() {
         "{refused}"
     );
     let most = at(339);
-    most.validate_for(Purpose::Plan).expect("339 experts: 2,045 parents");
+    most.validate_for(Purpose::Plan)
+        .expect("339 experts: 2,045 parents");
     let gpu = planner().expect("the planning device");
     let built = Run::plan(most.clone(), &gpu).expect("the model builds");
     assert_eq!(

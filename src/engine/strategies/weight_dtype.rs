@@ -43,9 +43,9 @@ use burn::tensor::quantization::{QuantScheme, QuantValue};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{EvalMode, MixedPrecision, RunConfig, WeightDtype};
-pub use crate::engine::layout::BlockFormat;
 use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
+pub use crate::engine::layout::BlockFormat;
 use crate::engine::memory::meter::Meter;
 use crate::engine::models::Model;
 use crate::engine::outcome::Site;
