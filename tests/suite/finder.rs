@@ -42,52 +42,62 @@ fn train_at(preset: &str, batch: u64, budget: &str, sets: &[&str]) -> Option<i32
     vramlab(&args).status.code()
 }
 
+/// The finder's answer for `preset` under `budget`: found in few trials, it trains under the
+/// budget, and one more sample does not.
+fn largest_batch_fits_and_the_next_does_not(preset: &str, budget: &str, sets: &[&str]) {
+    let found = find(preset, budget, sets);
+    let max = found["max_batch"].as_u64().expect("a batch fits");
+    let trials = found["trials"].as_u64().unwrap();
+    let bound = (max as f64).log2().ceil() as u64 + 2;
+    let log: Vec<String> = found["trials_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            format!(
+                "{}{}",
+                t["batch"],
+                if t["fits"] == true { "+" } else { "-" }
+            )
+        })
+        .collect();
+    println!(
+        "{preset} under {budget}: max batch {max}, predicted {}, {trials} trials (bound {bound}), {} OOMs, {:.1} s: {}",
+        found["predicted_batch"],
+        found["ooms"],
+        found["seconds"].as_f64().unwrap(),
+        log.join(" ")
+    );
+    assert!(trials <= bound, "{preset}: {trials} trials, bound {bound}");
+    assert_eq!(
+        train_at(preset, max, budget, sets),
+        Some(0),
+        "{preset}: batch {max} must fit"
+    );
+    assert_eq!(
+        train_at(preset, max + 1, budget, sets),
+        Some(3),
+        "{preset}: batch {} must not",
+        max + 1
+    );
+}
+
+// Small evaluation batches and a narrowed transformer keep each trial to a few seconds; the
+// MLP's search is covered in-process below.
+
 #[test]
 fn the_largest_batch_fits_the_next_does_not_and_few_trials_find_it() {
-    // Small evaluation batches and a narrowed transformer keep each trial to a few seconds; the
-    // MLP's search is covered in-process below.
-    let small_eval = ["eval_batch_size=64"];
-    let narrow_transformer = ["model.width=32", "eval_batch_size=64"];
-    for (preset, budget, sets) in [
-        ("digits-cnn", "16MiB", &small_eval[..]),
-        ("sort-transformer", "12MiB", &narrow_transformer[..]),
-    ] {
-        let found = find(preset, budget, sets);
-        let max = found["max_batch"].as_u64().expect("a batch fits");
-        let trials = found["trials"].as_u64().unwrap();
-        let bound = (max as f64).log2().ceil() as u64 + 2;
-        let log: Vec<String> = found["trials_log"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                format!(
-                    "{}{}",
-                    t["batch"],
-                    if t["fits"] == true { "+" } else { "-" }
-                )
-            })
-            .collect();
-        println!(
-            "{preset} under {budget}: max batch {max}, predicted {}, {trials} trials (bound {bound}), {} OOMs, {:.1} s: {}",
-            found["predicted_batch"],
-            found["ooms"],
-            found["seconds"].as_f64().unwrap(),
-            log.join(" ")
-        );
-        assert!(trials <= bound, "{preset}: {trials} trials, bound {bound}");
-        assert_eq!(
-            train_at(preset, max, budget, sets),
-            Some(0),
-            "{preset}: batch {max} must fit"
-        );
-        assert_eq!(
-            train_at(preset, max + 1, budget, sets),
-            Some(3),
-            "{preset}: batch {} must not",
-            max + 1
-        );
-    }
+    largest_batch_fits_and_the_next_does_not(
+        "sort-transformer",
+        "12MiB",
+        &["model.width=32", "eval_batch_size=64"],
+    );
+}
+
+#[test]
+#[ignore = "full tier (bash .ci/test --full)"]
+fn the_largest_batch_of_a_convolution_fits_and_the_next_does_not() {
+    largest_batch_fits_and_the_next_does_not("digits-cnn", "16MiB", &["eval_batch_size=64"]);
 }
 
 #[test]
