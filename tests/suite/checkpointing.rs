@@ -224,5 +224,10 @@ fn layer_checkpointing_is_refused_for_models_without_blocks() {
     config.strategies.checkpointing = vramlab::engine::config::Checkpointing::Layers;
     let err = config.validate().unwrap_err().to_string();
     assert!(err.contains("strategies.checkpointing"), "{err}");
-    assert!(err.contains("transformer, llama"), "{err}");
+    assert!(
+        err.contains(
+            "Models for it: transformer, llama, qwen3, gemma2, gemma3, phi3, mixtral, qwen3_moe;"
+        ),
+        "{err}"
+    );
 }

@@ -12,7 +12,7 @@
 
 use burn::tensor::Device;
 
-use crate::engine::config::{Checkpointing as Mode, RunConfig, Trainable};
+use crate::engine::config::{Checkpointing as Mode, ModelKind, RunConfig, Trainable};
 use crate::engine::error::ConfigError;
 use crate::engine::ops::recompute::MOST_PARENTS;
 
@@ -73,12 +73,18 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     }
     let kind = config.model.kind;
     if config.strategies.checkpointing == Mode::Layers && !kind.family().attends() {
+        let with_blocks: Vec<&str> = ModelKind::ALL
+            .iter()
+            .filter(|other| other.family().attends())
+            .map(|other| other.name())
+            .collect();
         return Err(ConfigError::invalid(
             "strategies.checkpointing",
             format!(
                 "layers recomputes each transformer block in backward; model.kind = {} has no \
-                 such blocks. Models for it: transformer, llama; for {} use none or balanced",
+                 such blocks. Models for it: {}; for {} use none or balanced",
                 kind.name(),
+                with_blocks.join(", "),
                 kind.name()
             ),
         ));
