@@ -92,7 +92,9 @@ impl BlockFormat {
     }
 }
 
-/// 8-bit AdamW (`engine::train::adamw8bit`, after bitsandbytes' blockwise `AdamW8bit`).
+// 8-bit AdamW's moments (`engine::train::adamw8bit`, after bitsandbytes' blockwise
+// `AdamW8bit`).
+
 /// Values sharing one scale (bitsandbytes' `blocksize`).
 pub const BLOCK: usize = 256;
 /// Tensors with fewer values keep f32 moments (bitsandbytes' `min_8bit_size`).

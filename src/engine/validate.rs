@@ -245,21 +245,11 @@ fn model(config: &RunConfig) -> Check {
                 "fused means nothing to model.kind = {}, which has no attention: naive (the \
                  default), or a model with attention ({})",
                 model.kind.name(),
-                kinds_where(|kind| kind.family().attends())
+                ModelKind::names_where(|family| family.attends())
             ),
         ));
     }
     model.kind.family().check(config)
-}
-
-/// The names of the families `which` picks, for an error's list of what is accepted.
-fn kinds_where(which: impl Fn(ModelKind) -> bool) -> String {
-    ModelKind::ALL
-        .iter()
-        .filter(|kind| which(**kind))
-        .map(|kind| kind.name())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The fields only a llama-built family reads: set on any other, they would be ignored in
@@ -287,7 +277,7 @@ fn llama_fields(config: &RunConfig) -> Check {
                 "{value} means nothing to model.kind = {}: only the families built as a llama \
                  read it ({}); 0, or leave it out",
                 model.kind.name(),
-                kinds_where(|kind| kind.family().builds_a_llama())
+                ModelKind::names_where(|family| family.builds_a_llama())
             ),
         )),
     }

@@ -203,6 +203,17 @@ impl ModelKind {
         self.family().accepts(input)
     }
 
+    /// The names of the kinds whose family `which` picks, in the registry's order, as an
+    /// error lists what is accepted ("transformer, llama, ...").
+    pub fn names_where(which: impl Fn(&dyn Family) -> bool) -> String {
+        Self::ALL
+            .iter()
+            .filter(|kind| which(kind.family()))
+            .map(|kind| kind.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Every Hugging Face `model_type` some family reads, in the registry's order.
     pub fn hf_types() -> impl Iterator<Item = &'static HfType> {
         Self::ALL.iter().flat_map(|kind| kind.family().hf_types())

@@ -132,27 +132,46 @@ pub struct TrainableCount {
     pub adapters: u64,
     /// Parameter tensors that train: each a leaf of the autodiff graph.
     pub trainable_tensors: usize,
-    /// Inside a reparameterization (an adapter) while above zero.
-    depth: usize,
+    adapter: AdapterDepth,
+}
+
+/// Whether a module walk (a visitor's or a mapper's) is inside a LoRA adapter: burn enters a
+/// parameter's reparameterization as a module of that container type, after its base.
+#[derive(Default)]
+pub struct AdapterDepth(usize);
+
+impl AdapterDepth {
+    pub fn enter(&mut self, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.0 += 1;
+        }
+    }
+
+    pub fn exit(&mut self, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.0 -= 1;
+        }
+    }
+
+    /// The parameters visited now are an adapter's factors.
+    pub fn inside(&self) -> bool {
+        self.0 > 0
+    }
 }
 
 impl ModuleVisitor for TrainableCount {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
-        if container_type == "Reparameterization" {
-            self.depth += 1;
-        }
+        self.adapter.enter(container_type);
     }
 
     fn exit_module(&mut self, _name: &str, container_type: &str) {
-        if container_type == "Reparameterization" {
-            self.depth -= 1;
-        }
+        self.adapter.exit(container_type);
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         let values = param.lazy_shape().num_elements() as u64;
         self.all += values;
-        if self.depth > 0 {
+        if self.adapter.inside() {
             self.adapters += values;
         }
         // `base`, not `val`: the stored tensor, without materializing an adapted weight.

@@ -17,7 +17,7 @@ use burn::nn::activation::ActivationConfig;
 use burn::tensor::{Device, Tensor};
 
 pub use cnn::Cnn;
-pub use dense::{Parts, TrainableCount, dense};
+pub use dense::{AdapterDepth, Parts, TrainableCount, dense};
 pub use hook::{LayerHook, Op, Plain};
 pub use llama::{Llama, LlamaSize};
 pub use mlp::Mlp;

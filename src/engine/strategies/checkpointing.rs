@@ -73,18 +73,13 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     }
     let kind = config.model.kind;
     if config.strategies.checkpointing == Mode::Layers && !kind.family().attends() {
-        let with_blocks: Vec<&str> = ModelKind::ALL
-            .iter()
-            .filter(|other| other.family().attends())
-            .map(|other| other.name())
-            .collect();
         return Err(ConfigError::invalid(
             "strategies.checkpointing",
             format!(
                 "layers recomputes each transformer block in backward; model.kind = {} has no \
                  such blocks. Models for it: {}; for {} use none or balanced",
                 kind.name(),
-                with_blocks.join(", "),
+                ModelKind::names_where(|family| family.attends()),
                 kind.name()
             ),
         ));

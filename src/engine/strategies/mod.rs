@@ -288,6 +288,24 @@ impl Hooks {
 }
 
 /// What each strategy refuses to run with, naming the field; `validate` calls this last.
+/// `tensor` turned into `change(tensor)` beneath autodiff, on the device it was on: recorded in
+/// no graph (a graph would hold the change's tensors until a backward swept it), and back on the
+/// autodiff device with its checkpointing strategy where it was there. The result is a fresh
+/// tensor: the caller marks it as trained when it should be.
+pub(crate) fn beneath_autodiff<const D: usize>(
+    tensor: Tensor<D>,
+    change: impl FnOnce(Tensor<D>) -> Tensor<D>,
+) -> Tensor<D> {
+    let strategy = tensor.gradient_checkpointing_strategy();
+    let changed = change(tensor.inner());
+    match strategy {
+        Some(strategy) => changed
+            .autodiff()
+            .with_gradient_checkpointing_strategy(strategy),
+        None => changed,
+    }
+}
+
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     kernels::check(config)?;
     checkpointing::check(config)?;

@@ -21,9 +21,9 @@ use burn::tensor::{DType, FloatDType, Tensor};
 
 use crate::engine::config::{RunConfig, Trainable as Mode, WeightDtype, limits};
 use crate::engine::error::ConfigError;
-use crate::engine::models::Model;
+use crate::engine::models::{AdapterDepth, Model};
 
-use super::{Report, Strategy};
+use super::{Report, Strategy, beneath_autodiff};
 
 /// Parameter counts once the model is final (see [`Report::params`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Strategy for Trainable {
                 let model =
                     model.apply_lora(Lora::new(self.rank, self.alpha).set_param_group(adapted));
                 if self.f32_adapters {
-                    model.map(&mut AdaptersInF32 { depth: 0 })
+                    model.map(&mut AdaptersInF32::default())
                 } else {
                     model
                 }
@@ -149,26 +149,22 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
 /// Casts every LoRA factor (a parameter inside a reparameterization) that is not f32 to f32, as
 /// a trained leaf of its own: the cast runs beneath autodiff, so the factor stays a leaf the
 /// optimizer finds.
+#[derive(Default)]
 struct AdaptersInF32 {
-    /// Inside a reparameterization (an adapter) while above zero.
-    depth: usize,
+    adapter: AdapterDepth,
 }
 
 impl ModuleMapper for AdaptersInF32 {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
-        if container_type == "Reparameterization" {
-            self.depth += 1;
-        }
+        self.adapter.enter(container_type);
     }
 
     fn exit_module(&mut self, _name: &str, container_type: &str) {
-        if container_type == "Reparameterization" {
-            self.depth -= 1;
-        }
+        self.adapter.exit(container_type);
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        if self.depth == 0 {
+        if !self.adapter.inside() {
             return param;
         }
         param.map(|factor| {
@@ -176,17 +172,8 @@ impl ModuleMapper for AdaptersInF32 {
                 return factor;
             }
             let trains = factor.is_require_grad();
-            match factor.gradient_checkpointing_strategy() {
-                Some(strategy) => {
-                    let cast = factor
-                        .inner()
-                        .cast(FloatDType::F32)
-                        .autodiff()
-                        .with_gradient_checkpointing_strategy(strategy);
-                    if trains { cast.require_grad() } else { cast }
-                }
-                None => factor.cast(FloatDType::F32),
-            }
+            let cast = beneath_autodiff(factor, |inner| inner.cast(FloatDType::F32));
+            if trains { cast.require_grad() } else { cast }
         })
     }
 }

@@ -51,7 +51,7 @@ use crate::engine::models::Model;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 
-use super::{Report, Strategy};
+use super::{Report, Strategy, beneath_autodiff};
 
 /// What a quantized base stored, counted from the model's own matrices as they were quantized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,14 +169,7 @@ impl ModuleMapper for QuantizeBody {
 /// recorded, detached or not, in a graph that holds their tensors until a backward sweeps it,
 /// and they would count as weights.
 fn in_blocks<const D: usize>(tensor: Tensor<D>, scheme: &QuantScheme) -> Tensor<D> {
-    let strategy = tensor.gradient_checkpointing_strategy();
-    let quantized = tensor.inner().quantize_dynamic(scheme);
-    match strategy {
-        Some(strategy) => quantized
-            .autodiff()
-            .with_gradient_checkpointing_strategy(strategy),
-        None => quantized,
-    }
+    beneath_autodiff(tensor, |inner| inner.quantize_dynamic(scheme))
 }
 
 /// `int8`: each evaluation on a quantized copy, whose bytes are measured. (`f16` weights are
