@@ -54,6 +54,9 @@ pub struct Plan {
     /// `weight_dtype` = `q4` or `q8`: what the quantized base stores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantized: Option<QuantizedWeights>,
+    /// `gpus` above 1: what this GPU holds of the sharded run; every figure is this GPU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharded: Option<crate::engine::strategies::sharding::ShardedRun>,
     /// The most bytes in use at any kernel launch or check point, training and evaluation.
     pub high_water_in_use_bytes: u64,
     /// The most bytes the pools held (pages carved, none of them backed by device memory).
@@ -225,6 +228,7 @@ pub async fn plan(
         category_sizes: summary.category_sizes,
         weight_bytes: summary.weight_bytes,
         quantized: summary.quantized,
+        sharded: summary.sharded,
         high_water_in_use_bytes: summary.high_water_in_use_bytes,
         high_water_reserved_bytes: summary.high_water_reserved_bytes,
         high_water_in_use_by_phase: summary.high_water_in_use_by_phase.clone(),

@@ -27,6 +27,7 @@ impl RunConfig {
         data(self)?;
         if purpose == Purpose::Run {
             host_data(self)?;
+            one_gpu(self)?;
         }
         model(self)?;
         training(self, purpose)?;
@@ -59,6 +60,21 @@ fn host_data(config: &RunConfig) -> Check {
                     " (query half included)"
                 },
                 limits::HOST_TOKENS
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A run trains on the one device it has: a run over several GPUs is planned, never run.
+fn one_gpu(config: &RunConfig) -> Check {
+    if config.gpus > 1 {
+        return Err(ConfigError::invalid(
+            "gpus",
+            format!(
+                "a run trains on this one device; gpus = {} is planned, not run (`vramlab plan \
+                 --gpus {}` gives one GPU's share). Use 1 to train",
+                config.gpus, config.gpus
             ),
         ));
     }
@@ -398,6 +414,7 @@ fn training(config: &RunConfig, purpose: Purpose) -> Check {
         limits::BATCH_SIZE,
     )?;
     int_in("steps", config.steps, limits::STEPS)?;
+    int_in("gpus", config.gpus, limits::GPUS)?;
     let k = config.strategies.grad_accumulation;
     if !(1..=config.batch_size).contains(&k) {
         return Err(ConfigError::out_of_range(

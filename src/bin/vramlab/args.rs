@@ -163,6 +163,11 @@ pub struct ConfigArgs {
     /// only this much; a plan says whether it fits.
     #[arg(long, value_name = "SIZE")]
     pub budget: Option<String>,
+    /// GPUs the run is spread over (same as --set gpus=N): a plan is then one GPU's share of
+    /// it, as strategies.sharding cuts it (full: FSDP's FULL_SHARD, ZeRO-3). Runs train on
+    /// one.
+    #[arg(long, value_name = "N")]
+    pub gpus: Option<usize>,
     /// Train on a CSV table: a header row, numeric feature columns and a label column (the
     /// last, or --set data.label=NAME or a 1-based position). Without --preset or --config,
     /// an MLP sized for tables (the table-mlp config). Same as --set data.kind=csv --set
@@ -425,6 +430,9 @@ impl ConfigArgs {
             let budget =
                 Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
             config.budget = Some(budget);
+        }
+        if let Some(gpus) = self.gpus {
+            config.gpus = gpus;
         }
         table_file::load(&mut config)?;
         // A preset's batch was sized for its own data set; a config file's or a --set one is

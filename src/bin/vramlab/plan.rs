@@ -198,6 +198,15 @@ fn print_header(plan: &Plan) {
         s.cross_entropy.name(),
         s.checkpointing.name()
     );
+    if let Some(sharded) = &plan.sharded {
+        println!(
+            "  sharding: one GPU's share of {}, {} (FSDP2's FULL_SHARD: fully_shard on each \
+             block, then on the model; the block before gathered ahead in backward; AdamW's \
+             foreach step): every figure below is this GPU's",
+            sharded.gpus,
+            sharded.mode.name()
+        );
+    }
     let eval_batches = split_sizes(&config.data)
         .1
         .div_ceil(config.eval_batch_size.max(1))
@@ -227,8 +236,15 @@ fn describe_model(config: &RunConfig) -> String {
 
 fn print_parameters(plan: &Plan) {
     let s = &plan.config.strategies;
+    let shard = plan.sharded.map_or(String::new(), |sharded| {
+        format!(
+            ", this GPU's shard: {} values, padded to {} GPUs",
+            grouped(sharded.shard_values),
+            sharded.gpus
+        )
+    });
     println!(
-        "parameters {:>15}   {} as stored ({})",
+        "parameters {:>15}   {} as stored ({}{shard})",
         grouped(plan.params),
         ByteFormat::MIB_OR_GIB.of(plan.weight_bytes),
         s.weight_dtype.name()
@@ -363,6 +379,18 @@ fn print_memory(plan: &Plan) {
         ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes),
         ByteFormat::MIB_OR_GIB.of(plan.high_water_reserved_bytes)
     );
+    if let Some(sharded) = &plan.sharded {
+        // f32: the one precision sharded plans take yet.
+        let value_bytes = 4;
+        println!(
+            "across {} GPUs: {} in use at their high-water marks ({} each); each GPU sends and \
+             receives {} a training pass (computed for ring collectives, not measured)",
+            sharded.gpus,
+            ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes * sharded.gpus as u64),
+            ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes),
+            ByteFormat::MIB_OR_GIB.of(sharded.traffic_bytes(value_bytes))
+        );
+    }
 }
 
 /// What one training forward pass keeps for backward, by op: the largest few, the rest summed.

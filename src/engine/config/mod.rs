@@ -52,6 +52,9 @@ pub mod limits {
     pub const SOFTCAP: (f64, f64) = (1e-3, 1e6);
     pub const CHANNELS: (usize, usize) = (1, 512);
     pub const LEARNING_RATE: (f64, f64) = (1e-7, 10.0);
+    /// GPUs a sharded run is planned across (a 1,024-GPU run shards a 405B model's
+    /// parameters to under a GiB a GPU; more is past anything vramlab's plans were checked at).
+    pub const GPUS: (usize, usize) = (1, 1024);
     pub const NOISE: (f64, f64) = (0.0, 1.0);
     pub const TEST_FRACTION: (f64, f64) = (0.05, 0.9);
 }
@@ -79,6 +82,9 @@ pub struct RunConfig {
     pub memory_sampling: MemorySampling,
     /// The memory-saving strategies, one field each.
     pub strategies: Strategies,
+    /// GPUs the run is spread over (`--gpus N`): a plan is one GPU's share of it, by
+    /// `strategies.sharding`. Real runs use one.
+    pub gpus: usize,
     /// Run as if the GPU had only this much memory: bytes, or a share of the adapter's limit.
     /// Written out as `null` when unset, so `--set budget=...` finds the field.
     pub budget: Option<Budget>,
@@ -99,6 +105,7 @@ impl Default for RunConfig {
             seed: 42,
             memory_sampling: MemorySampling::Phase,
             strategies: Strategies::default(),
+            gpus: 1,
             budget: None,
         }
     }
@@ -552,6 +559,38 @@ pub struct Strategies {
     pub lora_rank: usize,
     /// LoRA: the adapters' scale is `lora_alpha / lora_rank`.
     pub lora_alpha: f64,
+    /// What each of `gpus` GPUs keeps a shard of: nothing (each holds the whole run), or
+    /// parameters, gradients and optimizer state (`full`: FSDP's FULL_SHARD, ZeRO-3).
+    pub sharding: Sharding,
+}
+
+/// What a run spread over several GPUs shards across them (see [`Strategies::sharding`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Sharding {
+    /// Every GPU holds the whole model, its gradients and optimizer state.
+    #[default]
+    None,
+    /// Optimizer state sharded (ZeRO-1).
+    Optimizer,
+    /// Optimizer state and gradients sharded (ZeRO-2, FSDP's SHARD_GRAD_OP).
+    Gradients,
+    /// Parameters, gradients and optimizer state sharded; each block's parameters gathered
+    /// before it runs and freed after (FSDP's FULL_SHARD, FSDP2's default, ZeRO-3).
+    Full,
+}
+
+impl Sharding {
+    pub const NAMES: &'static [&'static str] = &["none", "optimizer", "gradients", "full"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Optimizer => "optimizer",
+            Self::Gradients => "gradients",
+            Self::Full => "full",
+        }
+    }
 }
 
 /// Which weights train (see [`Strategies::trainable`]).
@@ -676,6 +715,7 @@ impl Default for Strategies {
             trainable: Trainable::All,
             lora_rank: 8,
             lora_alpha: 16.0,
+            sharding: Sharding::None,
         }
     }
 }

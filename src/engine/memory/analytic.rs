@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
     Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, OpPath,
-    OptimizerKind, RunConfig, Trainable,
+    OptimizerKind, RunConfig, Sharding, Trainable,
 };
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
 use crate::engine::layout::{self, BlockFormat};
@@ -411,7 +411,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let backward =
         accumulated + (activations + head_grads.max(working_set).max(loss_backward)).max(grads);
     let peak = (resident + batch + backward).max(resident + eval_batch);
-    MemoryPrediction {
+    let mut prediction = MemoryPrediction {
         param_count,
         trainable_count: trained.values,
         params,
@@ -424,7 +424,33 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         peak,
         leak_per_step,
         layers,
+    };
+    if config.strategies.sharding == Sharding::Full && config.gpus > 1 {
+        let working = head_grads.max(working_set).max(loss_backward);
+        shard(&mut prediction, config.gpus as u64, weight_bytes, working);
     }
+    prediction
+}
+
+/// One GPU's share of a fully sharded run (`strategies.sharding = full`, which takes every
+/// weight trained in f32 with per-layer checkpointing): parameters, gradients and optimizer
+/// state a shard each (padding left out), beside what is gathered while backward runs (the
+/// root's parameters, the block being recomputed, the one before it gathered ahead, the last
+/// reduce-scatter's input) and backward's working set as unsharded. AdamW's foreach step adds a
+/// temporary the size of the local parameters.
+fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64) {
+    let blocks = p.layers.iter().filter(|l| l.block).map(|l| l.params);
+    let block_values = blocks.clone().max().unwrap_or(0);
+    let root_values = p.param_count - blocks.sum::<u64>();
+    p.params = p.params.div_ceil(gpus);
+    p.grads = p.grads.div_ceil(gpus);
+    p.optimizer_state = p.optimizer_state.div_ceil(gpus);
+    let resident = p.params + p.optimizer_state + p.resident_data;
+    let gathered = (root_values + 3 * block_values) * weight_bytes;
+    let backward = p.activations + gathered + p.grads + working;
+    let step = resident + p.grads + p.params;
+    let eval = resident + p.eval_batch + (root_values + block_values) * weight_bytes;
+    p.peak = (resident + p.batch + backward).max(step).max(eval);
 }
 
 /// A quantized base's body (`weight_dtype` = `q4`, `q8`): the matrices LoRA would adapt, less

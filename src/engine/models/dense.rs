@@ -133,6 +133,8 @@ pub struct TrainableCount {
     /// Parameter tensors that train: each a leaf of the autodiff graph.
     pub trainable_tensors: usize,
     adapter: AdapterDepth,
+    /// Count every parameter as trained without reading it (it may not exist yet).
+    pub(crate) all_train: bool,
 }
 
 /// Whether a module walk (a visitor's or a mapper's) is inside a LoRA adapter: burn enters a
@@ -175,7 +177,7 @@ impl ModuleVisitor for TrainableCount {
             self.adapters += values;
         }
         // `base`, not `val`: the stored tensor, without materializing an adapted weight.
-        if param.base().is_require_grad() {
+        if self.all_train || param.base().is_require_grad() {
             self.trainable += values;
             self.trainable_tensors += 1;
         }

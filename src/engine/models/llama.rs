@@ -17,6 +17,8 @@
 //! longer row block against the shared key/value head (`ops::attention::fused_grouped`), so
 //! nothing is repeated and nothing `L x L` is kept.
 
+use std::sync::Arc;
+
 use burn::module::{Initializer, Module};
 use burn::nn::{
     Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig, SwiGlu, SwiGluConfig,
@@ -30,6 +32,8 @@ use super::hook::{LayerHook, Op, Plain};
 use super::moe::{Experts, ExpertsSize, Routing, RoutingSource};
 use super::rotary::Rotary;
 use crate::engine::config::OpPath;
+use crate::engine::ops::recompute::BlockShards;
+use crate::engine::ops::shard::Shards;
 use crate::engine::ops::{attention, recompute};
 
 /// The sizes a Llama-style decoder is built from (a Hugging Face config's fields, renamed).
@@ -127,6 +131,18 @@ pub struct Llama {
     routing: Option<Routing>,
     #[module(skip)]
     experts_per_token: usize,
+    /// One GPU's shard of a fully sharded run (`strategies.sharding = full`): the parameters
+    /// are shards, gathered around their use (`ops::shard`).
+    #[module(skip)]
+    shards: Option<Arc<Shards>>,
+}
+
+/// The root's own parameters, as a forward pass reads them: the model's, or gathered from its
+/// shards.
+struct Root {
+    tokens: Embedding,
+    final_norm: RmsNorm,
+    output: Option<Linear>,
 }
 
 #[derive(Module, Debug)]
@@ -276,7 +292,29 @@ impl Llama {
             final_softcap: size.final_softcap as f32,
             routing,
             experts_per_token: size.experts_per_token,
+            shards: None,
         }
+    }
+
+    /// The model as one GPU's shard of it across `ranks` GPUs (before its parameters exist).
+    pub fn sharded(self, ranks: usize) -> (Self, Arc<Shards>) {
+        let root = self.tokens.num_params()
+            + self.final_norm.num_params()
+            + self.output.as_ref().map_or(0, |output| output.num_params());
+        let (mut model, shards) = Shards::cut(self, ranks, root);
+        model.shards = Some(shards.clone());
+        (model, shards)
+    }
+
+    /// The root's parameters for a forward pass: gathered once a pass when sharded, as FSDP2's
+    /// `fully_shard(model)` gathers them, and held to the end of backward.
+    fn root(&self) -> Option<Root> {
+        let shards = self.shards.as_ref()?;
+        Some(Root {
+            tokens: shards.gather_root(self.tokens.clone()),
+            final_norm: shards.gather_root(self.final_norm.clone()),
+            output: self.output.clone().map(|output| shards.gather_root(output)),
+        })
     }
 
     /// The experts' routing and each token's experts, for a mixture of experts.
@@ -309,31 +347,49 @@ impl Llama {
         if let Some(routing) = &self.routing {
             routing.begin_pass();
         }
-        let mut x = self.tokens.forward(tokens);
+        let gathered = self.root();
+        let (embedding, final_norm, output) = match &gathered {
+            Some(root) => (&root.tokens, &root.final_norm, &root.output),
+            None => (&self.tokens, &self.final_norm, &self.output),
+        };
+        let mut x = embedding.forward(tokens);
         if self.gemma {
             // Gemma scales the embeddings by sqrt(width) (the tied output reads the table as
             // it is).
             x = x.mul_scalar((self.width as f32).sqrt());
         }
         hook.after(Op::Embedding);
-        for (weights, &window) in self.blocks.iter().zip(&self.windows) {
+        for (index, (weights, &window)) in self.blocks.iter().zip(&self.windows).enumerate() {
             let layer = self.layer(weights, window);
-            x = match (weights.experts.is_some(), self.recompute) {
-                (false, _) => block::run(&layer, x, self.recompute, hook),
-                (true, false) => layer.run_async(x, hook, false).await,
-                (true, true) => {
+            x = match (weights.experts.is_some(), self.recompute, &self.shards) {
+                (false, true, Some(shards)) => {
+                    let block = BlockShards {
+                        shards: shards.clone(),
+                        index,
+                        previous: index.checked_sub(1).map(|before| {
+                            self.layer(&self.blocks[before], self.windows[before])
+                                .valid()
+                        }),
+                    };
+                    let x = recompute::checkpointed_sharded(&layer, x, block);
+                    hook.after(Op::Block);
+                    x
+                }
+                (false, _, _) => block::run(&layer, x, self.recompute, hook),
+                (true, false, _) => layer.run_async(x, hook, false).await,
+                (true, true, _) => {
                     let x = recompute::checkpointed_async(&layer, x).await;
                     hook.after(Op::Block);
                     x
                 }
             };
         }
-        let x = norm(&self.final_norm, x, self.gemma);
+        let x = norm(final_norm, x, self.gemma);
         hook.after(Op::LayerNorm);
-        let logits = match &self.output {
+        let logits = match output {
             Some(output) => dense(output, x),
             None => {
-                let table = self.tokens.weight.val();
+                let table = embedding.weight.val();
                 let [batch, length, width] = x.dims();
                 let rows = table.dims()[0];
                 x.reshape([batch * length, width])

@@ -12,6 +12,8 @@ mod rotary;
 pub mod stacked_cells;
 mod transformer;
 
+use std::sync::Arc;
+
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::activation::ActivationConfig;
 use burn::tensor::{Device, Tensor};
@@ -27,6 +29,7 @@ pub use transformer::{Transformer, TransformerSize};
 
 use super::config::{Activation, RunConfig};
 use super::data::{BatchInputs, Dataset};
+use super::ops::shard::Shards;
 
 /// Side of the CNN's input images and of its feature map after pooling.
 pub fn cnn_geometry() -> (usize, usize) {
@@ -85,10 +88,32 @@ impl Model {
         }
     }
 
+    /// The model as one GPU's shard of it across `ranks` GPUs, before its parameters exist
+    /// (`strategies.sharding = full`; the llama family's models only, which
+    /// `strategies::sharding` checks), and the sharding its forward pass gathers through.
+    pub fn sharded(self, ranks: usize) -> (Self, Option<Arc<Shards>>) {
+        match self {
+            Self::Llama(m) => {
+                let (m, shards) = m.sharded(ranks);
+                (Self::Llama(m), Some(shards))
+            }
+            other => (other, None),
+        }
+    }
+
     /// Parameters in all, those that train, and those of LoRA adapters. Reads each stored
     /// tensor's gradient setting, so the parameters must exist.
     pub fn trainable_count(&self) -> TrainableCount {
         let mut count = TrainableCount::default();
+        self.visit(&mut count);
+        count
+    }
+
+    /// [`Self::trainable_count`] of a model every parameter of which trains, from their shapes
+    /// alone: no parameter is created.
+    pub fn count_all_trained(&self) -> TrainableCount {
+        let mut count = TrainableCount::default();
+        count.all_train = true;
         self.visit(&mut count);
         count
     }

@@ -9,3 +9,4 @@ mod bridge;
 pub mod cross_entropy;
 pub mod quantized_linear;
 pub mod recompute;
+pub mod shard;

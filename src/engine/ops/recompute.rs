@@ -20,16 +20,18 @@
 //! enter the recomputation as constants.
 
 use core::marker::PhantomData;
+use std::sync::Arc;
 
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::{Autodiff, AutodiffBackend, Cube};
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{GradientCheckpointingStrategy, Tensor};
 
 use super::bridge::{Raw, Route, plain, raw};
+use super::shard::Shards;
 
 /// A layer that can be run again in backward: its parameters (and constants such as rotary
 /// tables or a mask) are the module's, and `forward` is the layer's whole computation.
@@ -56,7 +58,9 @@ type Tracked = super::bridge::Tracked<NoCheckpointing>;
 /// device without autodiff (evaluation) it is the plain forward pass.
 pub fn checkpointed<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
     match Route::of(&x) {
-        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => record(layer, x, None),
+        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => {
+            record(layer, x, None, None)
+        }
         // burn's own checkpointing and `layers` are one field's two values: never both.
         _ => layer.forward(x),
     }
@@ -73,9 +77,36 @@ pub async fn checkpointed_async<L: RecomputableAsync>(layer: &L, x: Tensor<3>) -
                 .expect("Route::of checked this tensor's backend");
             let input: Raw = tracked.primitive().clone();
             let output = layer.valid().forward_async(plain(input)).await;
-            record(layer, x, Some(raw(output)))
+            record(layer, x, Some(raw(output)), None)
         }
         _ => layer.forward_async(x).await,
+    }
+}
+
+/// What a block of a fully sharded model needs besides itself (`ops::shard`): the sharding, the
+/// block's index, and the block before it, plain, whose gather FSDP2 starts as this block's
+/// backward begins.
+#[derive(Clone)]
+pub struct BlockShards<L> {
+    pub shards: Arc<Shards>,
+    pub index: usize,
+    pub previous: Option<L>,
+}
+
+/// [`checkpointed`] for one GPU's shard of a block (`strategies.sharding = full`): its
+/// parameters are gathered for the forward pass and freed after it, gathered again for the
+/// recomputation in backward, and their full gradients reduce-scattered into the shards'. Off
+/// a training device, the block gathered, run and freed.
+pub fn checkpointed_sharded<L: Recomputable>(
+    layer: &L,
+    x: Tensor<3>,
+    block: BlockShards<L>,
+) -> Tensor<3> {
+    match Route::of(&x) {
+        Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => {
+            record(layer, x, None, Some(block))
+        }
+        _ => block.shards.gather(layer.clone()).forward(x),
     }
 }
 
@@ -83,6 +114,8 @@ pub async fn checkpointed_async<L: RecomputableAsync>(layer: &L, x: Tensor<3>) -
 /// in visiting order.
 struct TrackedParams {
     found: Vec<Tracked>,
+    /// The parameter each of `found` is.
+    ids: Vec<ParamId>,
     flags: Vec<bool>,
 }
 
@@ -95,7 +128,10 @@ impl ModuleVisitor for TrackedParams {
             .ok()
             .filter(|tensor| tensor.is_tracked());
         self.flags.push(tracked.is_some());
-        self.found.extend(tracked);
+        if let Some(tracked) = tracked {
+            self.found.push(tracked);
+            self.ids.push(param.id);
+        }
     }
 }
 
@@ -134,29 +170,35 @@ impl ModuleMapper for FreshLeaves {
 pub const MOST_PARENTS: usize = 2048;
 
 /// The node for `layer` on `x`; its plain forward pass's `output` when it ran already.
-fn record<L: Recomputable>(layer: &L, x: Tensor<3>, output: Option<Raw>) -> Tensor<3> {
+fn record<L: Recomputable>(
+    layer: &L,
+    x: Tensor<3>,
+    output: Option<Raw>,
+    sharded: Option<BlockShards<L>>,
+) -> Tensor<3> {
     let x = x
         .try_into_primitive::<Ad>()
         .expect("Route::of checked this tensor's backend");
     let mut params = TrackedParams {
         found: Vec::new(),
+        ids: Vec::new(),
         flags: Vec::new(),
     };
     layer.visit(&mut params);
     let parents = 1 + params.found.len();
     // Each arm is the same node with room for `N` parents; unused places are untracked.
     match parents.next_power_of_two() {
-        0..=2 => node::<L, 2>(layer, x, params, output),
-        4 => node::<L, 4>(layer, x, params, output),
-        8 => node::<L, 8>(layer, x, params, output),
-        16 => node::<L, 16>(layer, x, params, output),
-        32 => node::<L, 32>(layer, x, params, output),
-        64 => node::<L, 64>(layer, x, params, output),
-        128 => node::<L, 128>(layer, x, params, output),
-        256 => node::<L, 256>(layer, x, params, output),
-        512 => node::<L, 512>(layer, x, params, output),
-        1024 => node::<L, 1024>(layer, x, params, output),
-        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params, output),
+        0..=2 => node::<L, 2>(layer, x, params, output, sharded),
+        4 => node::<L, 4>(layer, x, params, output, sharded),
+        8 => node::<L, 8>(layer, x, params, output, sharded),
+        16 => node::<L, 16>(layer, x, params, output, sharded),
+        32 => node::<L, 32>(layer, x, params, output, sharded),
+        64 => node::<L, 64>(layer, x, params, output, sharded),
+        128 => node::<L, 128>(layer, x, params, output, sharded),
+        256 => node::<L, 256>(layer, x, params, output, sharded),
+        512 => node::<L, 512>(layer, x, params, output, sharded),
+        1024 => node::<L, 1024>(layer, x, params, output, sharded),
+        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params, output, sharded),
         more => panic!(
             "a checkpointed block of {parents} tracked tensors needs a node of {more} parents, \
              past the {MOST_PARENTS} one takes: strategies::checkpointing::check refuses such a \
@@ -170,8 +212,9 @@ fn node<L: Recomputable, const N: usize>(
     x: Tracked,
     params: TrackedParams,
     output: Option<Raw>,
+    sharded: Option<BlockShards<L>>,
 ) -> Tensor<3> {
-    let TrackedParams { found, flags } = params;
+    let TrackedParams { found, ids, flags } = params;
     let input: Raw = x.primitive().clone();
     // Unused places: an untracked tensor (no parent) sharing the input's buffer.
     let pad = <Ad as AutodiffBackend>::from_inner(input.clone());
@@ -180,7 +223,14 @@ fn node<L: Recomputable, const N: usize>(
     let nodes = inputs.each_ref().map(|tensor| tensor.node());
     // The forward pass on plain tensors: no graph, nothing of the layer's kept.
     let plain_layer = layer.valid();
-    let output = output.unwrap_or_else(|| raw(plain_layer.forward(plain(input.clone()))));
+    let output = output.unwrap_or_else(|| {
+        let input = plain(input.clone());
+        raw(match &sharded {
+            None => plain_layer.forward(input),
+            // FULL_SHARD: gathered for the forward pass and freed once it has run.
+            Some(block) => block.shards.gather(plain_layer.clone()).forward(input),
+        })
+    });
     let step = LayerBackward::<L> {
         _layer: PhantomData,
     };
@@ -194,6 +244,8 @@ fn node<L: Recomputable, const N: usize>(
                 input,
                 layer: plain_layer,
                 flags,
+                ids,
+                sharded,
             },
             output,
         ),
@@ -212,6 +264,9 @@ struct Saved<L> {
     input: Raw,
     layer: L,
     flags: Vec<bool>,
+    /// The parameter each tracked one is, in order.
+    ids: Vec<ParamId>,
+    sharded: Option<BlockShards<L>>,
 }
 
 impl<L> core::fmt::Debug for Saved<L> {
@@ -239,7 +294,24 @@ impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
             input,
             layer,
             flags,
+            ids,
+            sharded,
         } = ops.state;
+        let layer = match &sharded {
+            None => layer,
+            // FSDP2's pre-backward: this block gathered again (unless it was prefetched), and
+            // the block before it gathered ahead of its own backward.
+            Some(block) => {
+                let shards = &block.shards;
+                let gathered = shards
+                    .take_prefetched::<L>(block.index)
+                    .unwrap_or_else(|| shards.gather(layer));
+                if let Some(previous) = &block.previous {
+                    shards.prefetch(block.index - 1, shards.gather(previous.clone()));
+                }
+                gathered
+            }
+        };
         // The recomputation's own graph: fresh leaves, so nothing of it joins the outer graph
         // (whose lock the outer backward holds while this step runs).
         let mut x = <Ad as AutodiffBackend>::from_inner(input);
@@ -265,13 +337,34 @@ impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
         let mut inner = <Ad as AutodiffBackend>::backward(root);
         let leaves =
             core::iter::once(wants_input.then_some(x)).chain(fresh.leaves.into_iter().map(Some));
-        for (parent, leaf) in ops.parents.iter().zip(leaves) {
+        // A sharded block's full parameter gradients, with the parameter and the outer parent.
+        let mut full_grads = Vec::new();
+        for (place, (parent, leaf)) in ops.parents.iter().zip(leaves).enumerate() {
             let (Some(parent), Some(leaf)) = (parent, leaf) else {
                 continue;
             };
-            if let Some(grad) = leaf.grad_remove(&mut inner) {
-                grads.register::<Cube>(parent.id, grad);
+            let Some(grad) = leaf.grad_remove(&mut inner) else {
+                continue;
+            };
+            match (&sharded, place) {
+                (Some(_), 1..) => full_grads.push((ids[place - 1], parent.id, grad)),
+                _ => grads.register::<Cube>(parent.id, grad),
             }
+        }
+        let Some(block) = sharded else {
+            return;
+        };
+        // Resharded: the recomputation's graph and the gathered parameters go before the
+        // reduce-scatter's buffer comes.
+        drop(inner);
+        drop(layer);
+        let (params, parents): (Vec<_>, Vec<_>) = full_grads
+            .into_iter()
+            .map(|(param, parent, grad)| ((param, grad), parent))
+            .unzip();
+        let scattered = block.shards.reduce_scatter(params);
+        for ((_, grad), parent) in scattered.into_iter().zip(parents) {
+            grads.register::<Cube>(parent, grad);
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod kernels;
 pub mod loss_bookkeeping;
 pub mod memory_pool;
 pub mod mixed_precision;
+pub mod sharding;
 pub mod trainable;
 pub mod weight_dtype;
 
@@ -51,6 +52,8 @@ pub struct Report {
     pub params: Option<trainable::ParamCounts>,
     /// `weight_dtype` = `q4` or `q8`: what the quantized base stores.
     pub quantized: Option<weight_dtype::QuantizedWeights>,
+    /// `gpus` above 1: what one GPU holds of the sharded run.
+    pub sharded: Option<sharding::ShardedRun>,
 }
 
 /// What a step's record gains from the strategies.
@@ -115,6 +118,13 @@ pub trait Strategy {
     ) -> (GradientsParams, Option<Tensor<1>>) {
         (grads, None)
     }
+    /// A training pass's backward has run its last node, before its gradients are read.
+    fn end_of_backward(&mut self) {}
+    /// Tensors held across the optimizer's step, standing for the temporaries the step as
+    /// people run it keeps where burn's keeps fewer.
+    fn optimizer_temporaries(&self, _model: &Model) -> Vec<Tensor<1>> {
+        Vec::new()
+    }
     /// The value asked for by [`Self::gradients`]; whether the optimizer step may go ahead.
     fn gradients_read(&mut self, _value: f32) -> bool {
         true
@@ -154,6 +164,8 @@ impl Hooks {
             Box::new(mixed_precision::Precision::new(config, &gpu.adapter)),
             // After the precision: adapters take the precision their bases were given.
             Box::new(trainable::Trainable::new(config)),
+            // After LoRA and freezing: what trains is decided before it is cut into shards.
+            Box::new(sharding::Sharding::new(config)),
             Box::new(memory_pool::Pools::new(config, gpu.memory_pool)),
             Box::new(data_residency::Residency::new(config)),
             Box::new(grad_accumulation::Accumulation::new(config)),
@@ -242,6 +254,20 @@ impl Hooks {
         (grads, reads)
     }
 
+    pub fn end_of_backward(&mut self) {
+        for s in &mut self.list {
+            s.end_of_backward();
+        }
+    }
+
+    /// What the strategies hold across the optimizer's step (dropped after it).
+    pub fn optimizer_temporaries(&self, model: &Model) -> Vec<Tensor<1>> {
+        self.list
+            .iter()
+            .flat_map(|s| s.optimizer_temporaries(model))
+            .collect()
+    }
+
     /// The values read back for [`Hooks::gradients`], in its order; whether to step.
     pub fn gradients_read(&mut self, values: &[f32]) -> bool {
         let asked = std::mem::take(&mut self.asked);
@@ -311,5 +337,6 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     checkpointing::check(config)?;
     trainable::check(config)?;
     weight_dtype::check(config)?;
-    mixed_precision::check(config)
+    mixed_precision::check(config)?;
+    sharding::check(config)
 }

@@ -202,6 +202,9 @@ pub struct Summary {
     /// `weight_dtype` = `q4` or `q8`: what the quantized base stores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantized: Option<QuantizedWeights>,
+    /// `gpus` above 1: what this GPU holds of the sharded run (every figure is this GPU's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharded: Option<crate::engine::strategies::sharding::ShardedRun>,
     /// The training step with the highest high-water mark, by what held it.
     #[serde(default)]
     pub high_water_by_category: Option<Categories>,
@@ -381,6 +384,7 @@ impl Summary {
             weight_bytes: measured.weight_bytes,
             eval_weight_bytes: measured.report.eval_weight_bytes,
             quantized: measured.report.quantized,
+            sharded: measured.report.sharded,
             high_water_by_category: figures.highest.map(|(categories, _)| categories),
             category_sizes: figures.highest.and_then(|(_, sizes)| sizes),
             kept_by_op: measured

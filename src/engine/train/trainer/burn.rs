@@ -69,7 +69,10 @@ impl BurnTrainer {
             }
         };
         let model = if apply {
-            self.optimizer.step(ctx.config.learning_rate, model, grads)
+            let held = ctx.hooks.optimizer_temporaries(&model);
+            let model = self.optimizer.step(ctx.config.learning_rate, model, grads);
+            drop(held);
+            model
         } else {
             model
         };
@@ -137,10 +140,9 @@ impl BurnTrainer {
             }
             meter.checkpoint(Phase::Forward, Site::LogitsAndLoss)?;
             let backward_from = hooks.backward_loss(loss.clone());
-            accumulated.accumulate(
-                model,
-                GradientsParams::from_grads(backward_from.backward(), model),
-            );
+            let grads = backward_from.backward();
+            hooks.end_of_backward();
+            accumulated.accumulate(model, GradientsParams::from_grads(grads, model));
             meter.checkpoint(Phase::Backward, Site::Gradients)?;
             hooks.after_backward(index + 1, &loss, kept_logits.as_ref());
             step_loss = Some(add_to(step_loss, loss.detach()));

@@ -1,0 +1,319 @@
+//! One GPU's share of a fully sharded run (`strategies.sharding = full`, FSDP's FULL_SHARD as
+//! FSDP2 runs it by default), for a plan of that GPU: the model it trains *is* its shard, and
+//! every full-size weight it ever holds is a real allocation on the one planning device.
+//!
+//! - [`ToShards`] turns each parameter into its shard before it exists: the tensor is 1/N of
+//!   the parameter along PyTorch's dim 0, padded as FSDP2 pads (`ceil(rows / N)` rows a rank).
+//!   burn stores a linear weight as `[in, out]` where PyTorch stores `[out, in]`, so a linear
+//!   weight shards along its second dim; an embedding table and a vector along their first.
+//!   Gradients and optimizer state then follow the shard's shape, as FSDP2's do.
+//! - [`Shards::gather`] is the all-gather: a buffer of the padded full size written from N
+//!   copies of the shard (`cat`, a real launch that allocates: a copy fusion could fold into
+//!   the matmul that reads it would never be allocated). The collective itself is a no-op that
+//!   allocates its output, as PyTorch's fake process group is.
+//! - [`Shards::reduce_scatter`] is the gradients' reduce-scatter: one buffer of the block's
+//!   padded size (FSDP2's `reduce_scatter_input`), the shard-size output, and the input kept
+//!   until the next block's reduce-scatter, as FSDP2 keeps it.
+//! - The root's own parameters (the token table, the final norm, the output layer: FSDP2's
+//!   `fully_shard(model)` after each block's) are gathered once in forward and kept gathered to
+//!   the end of backward ([`Shards::end_of_backward`]).
+//!
+//! The values a sharded model computes mean nothing (every rank's shard is this rank's): only
+//! shapes, lifetimes and launches do, which is what a dry run follows. Sharded runs are
+//! planned, never run.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::tensor::Tensor;
+
+use super::bridge::{Raw, plain, raw};
+
+/// Where one parameter's shard lies in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The parameter's own shape (burn's order).
+    pub full: Vec<usize>,
+    /// The dim it is cut along (PyTorch's dim 0).
+    pub dim: usize,
+    /// Its length along `dim` in one shard: `ceil(full[dim] / N)`.
+    pub rows: usize,
+}
+
+impl Layout {
+    fn new(full: Vec<usize>, dim: usize, ranks: usize) -> Self {
+        let rows = full[dim].div_ceil(ranks);
+        Self { full, dim, rows }
+    }
+
+    pub fn shard_shape(&self) -> Vec<usize> {
+        let mut shape = self.full.clone();
+        shape[self.dim] = self.rows;
+        shape
+    }
+
+    pub fn shard_values(&self) -> usize {
+        self.shard_shape().iter().product()
+    }
+
+    pub fn full_values(&self) -> usize {
+        self.full.iter().product()
+    }
+}
+
+/// The sharding of one model across `ranks` GPUs, shared by its blocks: each parameter's
+/// layout, and the gathered buffers alive between the calls that make and free them.
+pub struct Shards {
+    ranks: usize,
+    /// Values of the root's own parameters (gathered once a step, not again for backward).
+    root_values: usize,
+    layouts: HashMap<ParamId, Layout>,
+    held: Mutex<Held>,
+}
+
+/// Buffers that outlive the call that made them.
+#[derive(Default)]
+struct Held {
+    /// A block gathered ahead of its backward (FSDP2's backward prefetch), by block index.
+    prefetched: Option<(usize, Box<dyn Any + Send>)>,
+    /// The root's gathered parameters, from forward to the end of backward.
+    root: Vec<Raw>,
+    /// The last reduce-scatter's input, until the next one (or the end of backward).
+    reduce_input: Option<Raw>,
+}
+
+impl core::fmt::Debug for Shards {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Shards")
+            .field("ranks", &self.ranks)
+            .field("parameters", &self.layouts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shards {
+    /// `model` as one GPU's shard of it across `ranks` GPUs, before its parameters exist, and
+    /// the sharding it is cut by; `root_values` of its parameters are the root's.
+    pub fn cut<M: Module>(model: M, ranks: usize, root_values: usize) -> (M, Arc<Self>) {
+        let mut cut = ToShards {
+            ranks,
+            containers: Vec::new(),
+            layouts: HashMap::new(),
+        };
+        let model = model.map(&mut cut);
+        let shards = Self {
+            ranks,
+            root_values,
+            layouts: cut.layouts,
+            held: Mutex::default(),
+        };
+        (model, Arc::new(shards))
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    pub fn root_values(&self) -> usize {
+        self.root_values
+    }
+
+    /// Every sharded parameter's layout.
+    pub fn layouts(&self) -> impl Iterator<Item = &Layout> {
+        self.layouts.values()
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `module` with each sharded parameter all-gathered to its full shape (through autodiff
+    /// when the shards are tracked: the gradient then flows back into each shard).
+    pub fn gather<M: Module>(&self, module: M) -> M {
+        module.map(&mut Gather { shards: self })
+    }
+
+    /// The root's own parameters gathered, and held until [`Self::end_of_backward`] when they
+    /// are tracked (FSDP2 keeps the root unsharded from forward through backward).
+    pub fn gather_root<M: Module>(&self, module: M) -> M {
+        let gathered = self.gather(module);
+        let mut kept = KeepTracked(Vec::new());
+        gathered.visit(&mut kept);
+        self.held().root.extend(kept.0);
+        gathered
+    }
+
+    /// Holds block `index`'s gathered parameters for its backward, which comes next.
+    pub fn prefetch<L: Send + 'static>(&self, index: usize, gathered: L) {
+        self.held().prefetched = Some((index, Box::new(gathered)));
+    }
+
+    /// Block `index`'s gathered parameters, when they were prefetched.
+    pub fn take_prefetched<L: 'static>(&self, index: usize) -> Option<L> {
+        let mut held = self.held();
+        match held.prefetched.take() {
+            Some((i, gathered)) if i == index => gathered.downcast::<L>().ok().map(|l| *l),
+            other => {
+                held.prefetched = other;
+                None
+            }
+        }
+    }
+
+    /// A block's full gradients reduce-scattered into its parameters' shard gradients, in
+    /// FSDP2's order: the previous reduce-scatter's input freed, one buffer of the block's
+    /// padded size written from the full gradients (which are then freed), the shard-size
+    /// output taken from it (each rank's share of the sum, averaged), and the input kept until
+    /// the next reduce-scatter.
+    pub fn reduce_scatter(&self, grads: Vec<(ParamId, Raw)>) -> Vec<(ParamId, Raw)> {
+        self.held().reduce_input = None;
+        let mut pieces = Vec::with_capacity(grads.len() + 1);
+        let mut shards = Vec::with_capacity(grads.len());
+        let (mut padding, mut shard_values) = (0, 0);
+        for (id, grad) in grads {
+            let layout = &self.layouts[&id];
+            pieces.push(flat(grad, layout.full.len(), layout.full_values()));
+            padding += layout.shard_values() * self.ranks - layout.full_values();
+            shard_values += layout.shard_values();
+            shards.push((id, layout));
+        }
+        let Some(device) = pieces.first().map(|piece| piece.device()) else {
+            return Vec::new();
+        };
+        if padding > 0 {
+            pieces.push(Tensor::zeros([padding], &device));
+        }
+        let input = Tensor::cat(pieces, 0);
+        // Each shard's gradient a tensor of its own, as FSDP2 hands each parameter its own
+        // view: a view of one shared output would keep all of it alive for as long as any
+        // one gradient (or an optimizer moment written in place of one) lives.
+        let scale = 1.0 / self.ranks as f32;
+        let mut offset = 0;
+        let scattered = shards
+            .into_iter()
+            .map(|(id, layout)| {
+                let values = layout.shard_values();
+                let piece = input.clone().narrow(0, offset, values).mul_scalar(scale);
+                offset += values;
+                (id, shaped(piece, &layout.shard_shape()))
+            })
+            .collect();
+        debug_assert!(offset <= shard_values);
+        self.held().reduce_input = Some(raw(input));
+        scattered
+    }
+
+    /// FSDP2's final callback: the root resharded, the last reduce-scatter's input freed.
+    pub fn end_of_backward(&self) {
+        let mut held = self.held();
+        held.root.clear();
+        held.reduce_input = None;
+        held.prefetched = None;
+    }
+}
+
+/// A gradient of any rank as one row of values.
+fn flat(grad: Raw, rank: usize, values: usize) -> Tensor<1> {
+    match rank {
+        1 => plain::<1>(grad),
+        2 => plain::<2>(grad).reshape([values]),
+        3 => plain::<3>(grad).reshape([values]),
+        4 => plain::<4>(grad).reshape([values]),
+        _ => unreachable!("parameters have one to four dims"),
+    }
+}
+
+/// A row of values in `shape`.
+fn shaped(values: Tensor<1>, shape: &[usize]) -> Raw {
+    match *shape {
+        [a] => raw(values.reshape([a])),
+        [a, b] => raw(values.reshape([a, b])),
+        [a, b, c] => raw(values.reshape([a, b, c])),
+        [a, b, c, d] => raw(values.reshape([a, b, c, d])),
+        _ => unreachable!("parameters have one to four dims"),
+    }
+}
+
+/// Cuts each float parameter to its shard, lazily: the full parameter never exists.
+struct ToShards {
+    ranks: usize,
+    /// The modules entered, innermost last: an embedding's table shards along its rows.
+    containers: Vec<String>,
+    layouts: HashMap<ParamId, Layout>,
+}
+
+impl ModuleMapper for ToShards {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        self.containers.push(container_type.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.containers.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let full: Vec<usize> = param.lazy_shape().to_vec();
+        let in_embedding = self
+            .containers
+            .last()
+            .is_some_and(|container| container == "Struct:Embedding");
+        // PyTorch's dim 0: a linear weight's outputs (burn's dim 1), a table's rows.
+        let dim = if D == 2 && !in_embedding { 1 } else { 0 };
+        let layout = Layout::new(full, dim, self.ranks);
+        let shape: [usize; D] = layout
+            .shard_shape()
+            .try_into()
+            .expect("a layout keeps its parameter's rank");
+        let id = param.id;
+        let device = param.lazy_device();
+        self.layouts.insert(id, layout);
+        // Every parameter of a fully sharded run trains (`strategies::sharding` refuses the
+        // rest for now): its shard is a fresh leaf, initialised where the parameter would be.
+        Param::uninitialized(
+            id,
+            move |device, require_grad| Tensor::zeros(shape, device).set_require_grad(require_grad),
+            device,
+            true,
+            shape.into(),
+        )
+    }
+}
+
+/// Maps each sharded parameter to its all-gathered full value.
+struct Gather<'a> {
+    shards: &'a Shards,
+}
+
+impl ModuleMapper for Gather<'_> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let Some(layout) = self.shards.layouts.get(&param.id) else {
+            return param;
+        };
+        let ranks = self.shards.ranks;
+        param.map(|shard| {
+            let padded = Tensor::cat(vec![shard; ranks], layout.dim);
+            match padded.dims()[layout.dim] == layout.full[layout.dim] {
+                true => padded,
+                false => padded.narrow(layout.dim, 0, layout.full[layout.dim]),
+            }
+        })
+    }
+}
+
+/// The buffers of a gathered module's tracked parameters (the root's, kept to the end of
+/// backward); plain ones (evaluation's) are freed as usual.
+struct KeepTracked(Vec<Raw>);
+
+impl ModuleVisitor for KeepTracked {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let value = param.val();
+        // On the training device (an autodiff one) the root is the training pass's.
+        if value.gradient_checkpointing_strategy().is_some() {
+            self.0.push(raw(value.inner()));
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! `strategies.sharding` with `gpus`: one GPU's share of a run spread over several, as a plan.
+//!
+//! - `full`: FSDP's FULL_SHARD as FSDP2's `fully_shard` runs it by default, applied to each
+//!   block and then to the model (how people wrap a decoder): each GPU keeps a 1/N shard of every
+//!   parameter, its gradient and its optimizer state; a block's parameters are all-gathered
+//!   before it runs and freed after it, in forward and again for backward's recomputation (the
+//!   block before gathered ahead, FSDP2's backward prefetch), and its gradients reduce-scattered;
+//!   the root's (token table, final norm, output layer) stay gathered from forward to the end of
+//!   backward. The model trained *is* the shard (`ops::shard`), so every category is what the
+//!   GPU really holds, from the same allocator as every other plan.
+//! - The optimizer step as PyTorch runs it on a GPU by default (`foreach=True`): AdamW's
+//!   multi-tensor step holds one temporary the size of the local parameters (its
+//!   `_foreach_sqrt` of the second moments) across the whole step. burn steps tensor by tensor,
+//!   so that temporary is allocated here and held over burn's step; burn's own per-tensor
+//!   temporaries (the largest shard's) come on top.
+//!
+//! At one GPU nothing is sharded: every sharding is the unsharded run to the byte. Sharded runs
+//! are planned and never run (no collective on wgpu), so `vramlab train` refuses `gpus` above 1.
+//! What is not built yet is refused by name: `optimizer` and `gradients` (ZeRO-1, ZeRO-2),
+//! sharding without per-layer checkpointing, families other than the llama's, mixtures of
+//! experts, LoRA and frozen layers, 16-bit and quantized weights.
+
+use std::sync::Arc;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::{
+    Checkpointing, MixedPrecision, OptimizerKind, RunConfig, Sharding as Mode, Trainable,
+    WeightDtype,
+};
+use crate::engine::error::ConfigError;
+use crate::engine::models::Model;
+use crate::engine::ops::shard::Shards;
+
+use super::{Report, Strategy};
+
+/// What one GPU's plan holds of a sharded run, for the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardedRun {
+    pub gpus: usize,
+    pub mode: Mode,
+    /// Parameter values one GPU keeps (its shards, padding included).
+    pub shard_values: u64,
+    /// Parameter values of the whole model.
+    pub model_values: u64,
+    /// Of which the root's own (token table, final norm, output layer), gathered once a step.
+    pub root_values: u64,
+}
+
+impl ShardedRun {
+    /// Bytes each GPU sends, and as many it receives, in one training pass of `value_bytes`
+    /// parameters, computed (not measured) for ring collectives, which move (N - 1) / N of a
+    /// collective's full size through each GPU: the all-gather of every parameter in forward,
+    /// of every block's again for backward (the root's stay gathered), and the reduce-scatter
+    /// of every gradient.
+    pub fn traffic_bytes(&self, value_bytes: u64) -> u64 {
+        let moved = 3 * self.model_values - self.root_values;
+        moved * value_bytes * (self.gpus as u64 - 1) / self.gpus as u64
+    }
+}
+
+pub struct Sharding {
+    mode: Mode,
+    gpus: usize,
+    shards: Option<Arc<Shards>>,
+}
+
+impl Sharding {
+    pub fn new(config: &RunConfig) -> Self {
+        Self {
+            mode: config.strategies.sharding,
+            gpus: config.gpus,
+            shards: None,
+        }
+    }
+
+    /// Whether this run's model is cut into shards.
+    pub fn cuts(config: &RunConfig) -> bool {
+        config.strategies.sharding == Mode::Full && config.gpus > 1
+    }
+}
+
+impl Strategy for Sharding {
+    fn prepare_model(&mut self, model: Model) -> Model {
+        if self.mode != Mode::Full || self.gpus < 2 {
+            return model;
+        }
+        let (model, shards) = model.sharded(self.gpus);
+        self.shards = shards;
+        model
+    }
+
+    fn end_of_backward(&mut self) {
+        if let Some(shards) = &self.shards {
+            shards.end_of_backward();
+        }
+    }
+
+    fn optimizer_temporaries(&self, model: &Model) -> Vec<Tensor<1>> {
+        if self.shards.is_none() {
+            return Vec::new();
+        }
+        let mut local = LocalValues::default();
+        model.visit(&mut local);
+        local.into_chunks()
+    }
+
+    fn report(&self, report: &mut Report) {
+        let Some(shards) = &self.shards else {
+            return;
+        };
+        let (shard_values, model_values) = shards.layouts().fold((0, 0), |(s, m), layout| {
+            (
+                s + layout.shard_values() as u64,
+                m + layout.full_values() as u64,
+            )
+        });
+        report.sharded = Some(ShardedRun {
+            gpus: self.gpus,
+            mode: self.mode,
+            shard_values,
+            model_values,
+            root_values: shards.root_values() as u64,
+        });
+    }
+}
+
+/// The local parameters as rows of values, a chunk at a time: together the size of AdamW's
+/// foreach temporary. PyTorch's is one tensor per parameter; chunks of about
+/// [`CHUNK_VALUES`] stand for them, each a copy (`cat` allocates its output, which an
+/// element-wise copy fusion could elide would not), none too large for one binding.
+#[derive(Default)]
+struct LocalValues {
+    chunks: Vec<Vec<Tensor<1>>>,
+    in_last: usize,
+}
+
+/// 256 MiB of f32 values.
+const CHUNK_VALUES: usize = 64 << 20;
+
+impl LocalValues {
+    fn into_chunks(self) -> Vec<Tensor<1>> {
+        self.chunks
+            .into_iter()
+            .map(|chunk| Tensor::cat(chunk, 0))
+            .collect()
+    }
+}
+
+impl ModuleVisitor for LocalValues {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let value = param.val().inner();
+        let values = value.shape().num_elements();
+        if self.chunks.is_empty() || self.in_last + values > CHUNK_VALUES {
+            self.chunks.push(Vec::new());
+            self.in_last = 0;
+        }
+        self.in_last += values;
+        let chunk = self.chunks.last_mut().expect("a chunk was just pushed");
+        chunk.push(value.reshape([values]));
+    }
+}
+
+/// What `gpus` and `sharding` refuse, naming the field.
+pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
+    let s = &config.strategies;
+    match s.sharding {
+        Mode::None if config.gpus > 1 => {
+            return Err(ConfigError::invalid(
+                "strategies.sharding",
+                format!(
+                    "none with gpus = {} is data parallel (every GPU holds the whole run and \
+                     DDP's gradient buckets), which vramlab does not plan yet; full shards \
+                     parameters, gradients and optimizer state (FSDP's FULL_SHARD), or plan \
+                     one GPU with gpus = 1",
+                    config.gpus
+                ),
+            ));
+        }
+        Mode::None => return Ok(()),
+        // One GPU holds all of every shard: the unsharded run, whatever else is set.
+        _ if config.gpus == 1 => return Ok(()),
+        Mode::Optimizer | Mode::Gradients => {
+            return Err(ConfigError::invalid(
+                "strategies.sharding",
+                format!(
+                    "{} ({}) is not planned yet; full (FSDP's FULL_SHARD, ZeRO-3) is, or none",
+                    s.sharding.name(),
+                    match s.sharding {
+                        Mode::Optimizer => "ZeRO-1",
+                        _ => "ZeRO-2, FSDP's SHARD_GRAD_OP",
+                    }
+                ),
+            ));
+        }
+        Mode::Full => {}
+    }
+    let kind = config.model.kind;
+    if !kind.family().builds_a_llama() {
+        return Err(ConfigError::invalid(
+            "strategies.sharding",
+            format!(
+                "full is planned for the llama-built families ({}); model.kind = {} is not one \
+                 of them",
+                crate::engine::config::ModelKind::names_where(|family| family.builds_a_llama()),
+                kind.name()
+            ),
+        ));
+    }
+    let refuse = |field: &str, why: String| Err(ConfigError::invalid(field, why));
+    if config.model.experts > 0 {
+        return refuse(
+            "model.experts",
+            "full sharding of a mixture of experts is not planned yet; dense models are (0)".into(),
+        );
+    }
+    if s.checkpointing != Checkpointing::Layers {
+        return refuse(
+            "strategies.checkpointing",
+            format!(
+                "full sharding is planned with layers (per-block checkpointing, as sharded \
+                 fine-tunes run): without it, burn's ops keep the gathered weights for backward \
+                 and a gathered block could not be freed after forward as FSDP frees it; got {}",
+                s.checkpointing.name()
+            ),
+        );
+    }
+    if s.trainable != Trainable::All {
+        return refuse(
+            "strategies.trainable",
+            format!(
+                "full sharding is planned with all (every weight trained); {} is not yet",
+                s.trainable.name()
+            ),
+        );
+    }
+    if s.weight_dtype != WeightDtype::F32 {
+        return refuse(
+            "strategies.weight_dtype",
+            format!(
+                "full sharding is planned with f32 weights; {} is not yet",
+                s.weight_dtype.name()
+            ),
+        );
+    }
+    if s.mixed_precision != MixedPrecision::Off {
+        return refuse(
+            "strategies.mixed_precision",
+            format!(
+                "full sharding is planned in f32 (off); {} is not yet",
+                s.mixed_precision.name()
+            ),
+        );
+    }
+    if !matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
+        return refuse(
+            "optimizer",
+            "full sharding is planned with adam or adamw (the foreach step PyTorch runs)".into(),
+        );
+    }
+    Ok(())
+}

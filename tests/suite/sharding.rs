@@ -1,0 +1,255 @@
+//! Per-GPU plans of fully sharded runs (`gpus`, `strategies.sharding = full`): one GPU is the
+//! unsharded plan to the byte, what is sharded shrinks with the GPUs and the rest does not, the
+//! reference case lands on PyTorch's FSDPMemTracker, and what is not planned yet is refused by
+//! name.
+
+use vramlab::engine::device::planner;
+use vramlab::engine::overrides::apply_overrides;
+use vramlab::engine::plan::{self, Plan};
+use vramlab::engine::presets::preset;
+use vramlab::engine::{Purpose, RunConfig};
+
+use crate::suite::support::{config, gpu, mib, vramlab_json};
+
+fn sharded(gpus: usize, sharding: &str) -> RunConfig {
+    let mut config = config(
+        "sort-llama",
+        &[
+            "strategies.checkpointing=layers",
+            &format!("strategies.sharding={sharding}"),
+        ],
+    );
+    config.gpus = gpus;
+    config
+}
+
+fn planned(config: &RunConfig) -> Plan {
+    let gpu = planner().expect("the planning device");
+    pollster::block_on(plan::plan(config, &gpu, |_| {})).expect("planned")
+}
+
+#[test]
+fn a_sharded_plan_shrinks_what_is_sharded_and_one_gpu_is_the_unsharded_plan() {
+    // One GPU holds every shard whole: nothing is cut or gathered, and the plan is the
+    // unsharded one to the byte (each from a process of its own, as the pools' pages are).
+    let on_one = |sharding: &str| -> Plan {
+        vramlab_json(&[
+            "plan",
+            "--preset",
+            "sort-llama",
+            "--set",
+            "strategies.checkpointing=layers",
+            "--set",
+            &format!("strategies.sharding={sharding}"),
+            "--gpus",
+            "1",
+            "--json",
+        ])
+    };
+    let (whole, one) = (on_one("none"), on_one("full"));
+    assert_eq!(one.sharded, None);
+    assert_eq!(one.high_water_in_use_bytes, whole.high_water_in_use_bytes);
+    assert_eq!(
+        one.high_water_reserved_bytes,
+        whole.high_water_reserved_bytes
+    );
+    assert_eq!(
+        one.high_water_in_use_by_phase,
+        whole.high_water_in_use_by_phase
+    );
+    assert_eq!(one.reserved_by_phase, whole.reserved_by_phase);
+    assert_eq!(one.category_sizes, whole.category_sizes);
+    let (_lock, _) = gpu();
+    let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
+    let mut before = whole;
+    for gpus in [2, 4, 8] {
+        let plan = planned(&sharded(gpus, "full"));
+        let share = plan.sharded.expect("a sharded plan says what it holds");
+        assert_eq!(share.gpus, gpus);
+        assert_eq!(
+            plan.params, before.params,
+            "the model's own count stays whole"
+        );
+        assert_eq!(share.model_values, plan.params);
+        // Each parameter's shard: ceil(rows / N) rows, so at least 1/N of the model, and
+        // less than 1/N plus a row of each parameter.
+        let values = share.model_values;
+        assert!(
+            share.shard_values * gpus as u64 >= values,
+            "{gpus}: {share:?}"
+        );
+        assert!(
+            share.shard_values < values / gpus as u64 + values / 16,
+            "{share:?}"
+        );
+        // The allocator's figures: the shards as stored (pool alignment on top), AdamW's two
+        // moments of each, a gradient no larger than its shard.
+        let (now, was) = (sizes(&plan), sizes(&before));
+        let stored = share.shard_values * 4;
+        assert!(
+            (stored..stored + 4096).contains(&now.parameter),
+            "{gpus}: parameters {} for {stored} bytes of shards",
+            now.parameter
+        );
+        assert!(
+            now.optimizer_state.abs_diff(2 * now.parameter) <= 4096,
+            "{gpus}: {now:?}"
+        );
+        assert!(now.gradient <= now.parameter, "{gpus}: {now:?}");
+        // Sharded categories shrink with the GPUs; the activations (one GPU's own batch) do
+        // not; and the peak falls.
+        for (what, now, was) in [
+            ("parameter", now.parameter, was.parameter),
+            ("optimizer state", now.optimizer_state, was.optimizer_state),
+            ("gradient", now.gradient, was.gradient),
+        ] {
+            assert!(now < was, "{gpus} GPUs: {what} {now} after {was}");
+        }
+        assert!(
+            now.activation.abs_diff(was.activation) < was.activation / 100,
+            "{gpus}: activations {} after {}",
+            now.activation,
+            was.activation
+        );
+        assert!(
+            plan.high_water_in_use_bytes < before.high_water_in_use_bytes,
+            "{gpus} GPUs: {} after {}",
+            plan.high_water_in_use_bytes,
+            before.high_water_in_use_bytes
+        );
+        before = plan;
+    }
+}
+
+/// Issue 55's reference: PyTorch 2.15's FSDPMemTracker (fake process group of 8 ranks,
+/// `fully_shard` on each block and then the root, fp32, AdamW foreach, SDPA, every block
+/// checkpointed, 1 x 2,048 tokens a rank, steady second step) measured 17,425 MiB a rank
+/// (../shared/STACK-NOTES.md). The plan is deterministic, so docs/plans.md's figure is this.
+#[test]
+fn a_fully_sharded_llama_2_7b_plans_near_pytorchs_fsdp_tracker() {
+    let plan: Plan = vramlab_json(&[
+        "plan",
+        "--hf-config",
+        "tests/data/hf/llama-2-7b.json",
+        "--gpus",
+        "8",
+        "--set",
+        "strategies.sharding=full",
+        "--set",
+        "strategies.checkpointing=layers",
+        "--set",
+        "strategies.attention=fused",
+        "--set",
+        "optimizer=adamw",
+        "--set",
+        "batch_size=1",
+        "--set",
+        "data.seq_len=2048",
+        "--json",
+    ]);
+    let share = plan.sharded.expect("sharded");
+    assert_eq!(share.shard_values, 6_738_415_616 / 8);
+    let ratio = mib(plan.high_water_in_use_bytes) / 17_425.0;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "{:.0} MiB a GPU, {ratio:.3}x PyTorch's",
+        mib(plan.high_water_in_use_bytes)
+    );
+}
+
+#[test]
+fn what_sharding_cannot_plan_is_refused_by_name() {
+    // (preset, sets beside gpus = 2 and full sharding with per-layer checkpointing, the
+    // field, text)
+    let cases: &[(&str, &[&str], &str, &str)] = &[
+        (
+            "sort-llama",
+            &["gpus=0"],
+            "gpus",
+            "0 is out of range 1..=1024",
+        ),
+        (
+            "sort-llama",
+            &["gpus=2000"],
+            "gpus",
+            "out of range 1..=1024",
+        ),
+        (
+            "sort-llama",
+            &["strategies.sharding=none"],
+            "strategies.sharding",
+            "data parallel",
+        ),
+        (
+            "sort-llama",
+            &["strategies.sharding=optimizer"],
+            "strategies.sharding",
+            "ZeRO-1",
+        ),
+        (
+            "sort-llama",
+            &["strategies.sharding=gradients"],
+            "strategies.sharding",
+            "ZeRO-2",
+        ),
+        (
+            "sort-llama",
+            &["strategies.checkpointing=none"],
+            "strategies.checkpointing",
+            "planned with layers",
+        ),
+        (
+            "sort-llama",
+            &["strategies.trainable=lora"],
+            "strategies.trainable",
+            "lora is not yet",
+        ),
+        (
+            "sort-llama",
+            &["strategies.weight_dtype=f16"],
+            "strategies.weight_dtype",
+            "f16 is not yet",
+        ),
+        (
+            "sort-llama",
+            &["optimizer=sgd"],
+            "optimizer",
+            "adam or adamw",
+        ),
+        ("sort-mixtral", &[], "model.experts", "mixture of experts"),
+        (
+            "sort-gpt",
+            &[],
+            "strategies.sharding",
+            "llama-built families",
+        ),
+    ];
+    for &(base, sets, field, text) in cases {
+        let sharded = [
+            "gpus=2",
+            "strategies.sharding=full",
+            "strategies.checkpointing=layers",
+        ];
+        let err = apply_overrides(
+            preset(base).unwrap(),
+            sharded.into_iter().chain(sets.iter().copied()),
+        )
+        .and_then(|config| config.validate_for(Purpose::Plan))
+        .expect_err(&format!("{base} {sets:?} should be refused"));
+        assert_eq!(err.field(), Some(field), "{base} {sets:?}: {err}");
+        assert!(err.to_string().contains(text), "{base} {sets:?}: {err}");
+    }
+    // A run trains on one device: several are planned, not run.
+    let run = apply_overrides(
+        preset("sort-llama").unwrap(),
+        [
+            "gpus=2",
+            "strategies.sharding=full",
+            "strategies.checkpointing=layers",
+        ],
+    )
+    .unwrap();
+    let err = run.validate().expect_err("a run over two GPUs");
+    assert_eq!(err.field(), Some("gpus"), "{err}");
+    assert!(err.to_string().contains("planned, not run"), "{err}");
+}
