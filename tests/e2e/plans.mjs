@@ -8,8 +8,9 @@
 // batch and the longest sequence searched as `vramlab find-batch --plan` searches them, and a
 // broken config.json refused by field.
 // Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY [--full]
-// Without --full (the CI tier) two of the five plans: the 7B LoRA plan (its wait, its frames,
-// Export image) and a dropped config.json reproduced by its link; --full plans all five.
+// Without --full (the CI tier) three of the six plans: the 7B LoRA plan (its wait, its frames,
+// Export image), a fully sharded 7B's share of 8 GPUs and a dropped config.json reproduced by its
+// link; --full plans all six.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -48,6 +49,8 @@ const plans = [
   { name: 'tinyllama-lora', hash: 'preset=tinyllama-1.1b&strategies.trainable=lora&strategies.attention=fused', gpu: 'RTX 4060 (8 GiB)' },
   { name: 'llama2-7b-lora-r16-f16-layers', hash: `preset=llama2-7b&${lora7b.join('&')}`, gpu: 'RTX 4080 (16 GiB)', frames: true, ci: true },
   { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 5090 (32 GiB)', shared: true, ci: true },
+  // Issue 55's row: Llama-2-7B fully fine-tuned, each of 8 GPUs planned for its share.
+  { name: 'llama2-7b-full-shard-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8, ci: true },
   { name: 'mixtral-dropped', hash: `preset=llama2-7b&${lora7b.join('&')}&data.seq_len=512`, drop: 'mixtral-8x7b-v0.1.json', gpu: 'H200 (141 GB)' },
 ].filter((plan) => full || plan.ci);
 
@@ -112,6 +115,12 @@ try {
     if (error !== null) continue;
     const verdict = await page.textContent('#plan-answer .verdict');
     console.log(`     ${plan.gpu}: ${verdict}`);
+    if (plan.gpus) {
+      const count = await page.$eval('[data-testid="plan-gpus"]', (input) => input.value);
+      const perGpu = await textOf(page, '#plan-per-gpu');
+      check(count === String(plan.gpus) && (perGpu ?? '').startsWith(`One GPU's share of ${plan.gpus}`),
+        `${plan.name}: the link sets ${count} GPUs and the answer is one GPU's: "${(perGpu ?? '').slice(0, 90)}..."`);
+    }
     console.log(`     longest gap between frames while planning: ${gap.toFixed(0)} ms`);
     const memory = await page.$eval('#plan-answer', (a) => [Number(a.dataset.wasmBytes), Number(a.dataset.workerWasmBytes)]);
     console.log(`     wasm memory: the page's ${(memory[0] / 2 ** 20).toFixed(0)} MiB, the planning worker's ${(memory[1] / 2 ** 20).toFixed(0)} MiB (gone with it)`);

@@ -46,18 +46,21 @@ const TYPED_CARD: usize = CARDS.len() - 1;
 /// The size the typed card starts with.
 const TYPED_DEFAULT: &str = "20GiB";
 
-/// The panel's question beyond the editor's config: which card. The link carries it as
-/// `gpu=` (a card's name, or the size typed), so a shared link asks the same question.
+/// The panel's question beyond the editor's config: which card, and how many of them share
+/// the run (`gpus`, which a plan takes and a run refuses, so it is the panel's and not the
+/// editor's). The link carries them as `gpu=` (a card's name, or the size typed) and `gpus=`,
+/// so a shared link asks the same question.
 #[derive(Clone, Copy)]
 pub struct PlanGpu {
     card: RwSignal<usize>,
     typed: RwSignal<String>,
+    gpus: RwSignal<String>,
 }
 
 impl PlanGpu {
     /// The card a link's `gpu=` names: a listed card by its name, anything else as a typed
     /// size (refused at Plan, naming the field, when it is not one).
-    pub fn from_link(gpu: Option<&str>) -> Self {
+    pub fn from_link(gpu: Option<&str>, gpus: Option<&str>) -> Self {
         let (card, typed) = match gpu {
             None => (DEFAULT_CARD, TYPED_DEFAULT.to_string()),
             Some(text) => match CARDS[..TYPED_CARD]
@@ -71,24 +74,42 @@ impl PlanGpu {
         Self {
             card: RwSignal::new(card),
             typed: RwSignal::new(typed),
+            gpus: RwSignal::new(gpus.unwrap_or("1").to_string()),
         }
     }
 
     /// Set from a link loaded in this tab.
-    pub fn load(&self, gpu: Option<&str>) {
-        let from = Self::from_link(gpu);
+    pub fn load(&self, gpu: Option<&str>, gpus: Option<&str>) {
+        let from = Self::from_link(gpu, gpus);
         self.card.set(from.card.get_untracked());
         self.typed.set(from.typed.get_untracked());
+        self.gpus.set(from.gpus.get_untracked());
     }
 
-    /// The link's `gpu=` part; none for the card a link without one gets.
+    /// The link's `gpu=` and `gpus=` parts; none for the one card a link without them gets.
     pub fn link_part(&self) -> Option<String> {
         let card = self.card.get();
-        match card {
+        let card = match card {
             DEFAULT_CARD => None,
             TYPED_CARD => Some(format!("gpu={}", encode(&self.typed.get()))),
             _ => Some(format!("gpu={}", encode(CARDS[card].0))),
+        };
+        let gpus = self.gpus.get();
+        let gpus = (gpus.trim() != "1").then(|| format!("gpus={}", encode(gpus.trim())));
+        match (card, gpus) {
+            (None, None) => None,
+            (Some(one), None) | (None, Some(one)) => Some(one),
+            (Some(card), Some(gpus)) => Some(format!("{card}&{gpus}")),
         }
+    }
+
+    /// How many GPUs the plan is one's share of; an error names the field and its range.
+    fn gpus(&self) -> Result<usize, String> {
+        let typed = self.gpus.get_untracked();
+        typed
+            .trim()
+            .parse()
+            .map_err(|_| format!("gpus: {typed:?} is not a whole number of GPUs (1 to 1024)"))
     }
 
     /// The card's memory, or the typed size; an error names the field and the forms it takes.
@@ -119,6 +140,13 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
             let mut config = editor.config.get_untracked();
             config.budget = match question.budget() {
                 Ok(budget) => Some(budget),
+                Err(err) => {
+                    result.set(Some(Err(err)));
+                    return;
+                }
+            };
+            config.gpus = match question.gpus() {
+                Ok(gpus) => gpus,
                 Err(err) => {
                     result.set(Some(Err(err)));
                     return;
@@ -265,6 +293,13 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                 <input id="plan-gpu-size" type="text" prop:value=question.typed
                     on:input=move |ev| question.typed.set(event_target_value(&ev)) />
             })}
+            <label title="GPUs the run is spread over: the plan is one GPU's share, as strategies.sharding cuts it (full: FSDP's FULL_SHARD)">
+                " x "
+                <input data-testid="plan-gpus" id="plan-gpus" type="number" min="1" max="1024"
+                    prop:value=question.gpus
+                    on:input=move |ev| question.gpus.set(event_target_value(&ev)) />
+                " GPUs"
+            </label>
             <button data-testid="plan-start" id="plan-start" class="primary"
                 on:click={
                     let start = start.clone();
@@ -438,6 +473,7 @@ fn PlanAnswer(plan: Plan, worker_wasm_bytes: f64, received_at_ms: f64) -> impl I
             data-worker-wasm-bytes=worker_wasm_bytes.to_string()
             data-received-at=received_at_ms.to_string()>
             <p class=if plan.fits == Some(false) { "verdict oom" } else { "verdict fits" }>{verdict}</p>
+            {plan.per_gpu().map(|line| view! { <p class="note" id="plan-per-gpu">{line}</p> })}
             <p class="explain">{format!(
                 "{}: {} parameters ({} train{}), planned for the browser's adapter, {}, on a \
                  device with no memory, in {:.1} s, in a worker that held {} of wasm memory. \

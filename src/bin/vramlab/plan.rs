@@ -379,17 +379,10 @@ fn print_memory(plan: &Plan) {
         ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes),
         ByteFormat::MIB_OR_GIB.of(plan.high_water_reserved_bytes)
     );
-    if let Some(sharded) = &plan.sharded {
-        // f32: the one precision sharded plans take yet.
-        let value_bytes = 4;
-        println!(
-            "across {} GPUs: {} in use at their high-water marks ({} each); each GPU sends and \
-             receives {} a training pass (computed for ring collectives, not measured)",
-            sharded.gpus,
-            ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes * sharded.gpus as u64),
-            ByteFormat::MIB_OR_GIB.of(plan.high_water_in_use_bytes),
-            ByteFormat::MIB_OR_GIB.of(sharded.traffic_bytes(value_bytes))
-        );
+    if let Some(per_gpu) = plan.per_gpu() {
+        for line in wrapped(&per_gpu, 100) {
+            println!("{line}");
+        }
     }
 }
 

@@ -24,6 +24,9 @@ pub struct FromUrl {
     /// The GPU "Will it fit?" plans for (`gpu=`, a card's name or a size), not part of the
     /// configuration; the page reads it, and says so on the panel when it is neither.
     pub gpu: Option<String>,
+    /// How many such GPUs "Will it fit?" plans one's share of (`gpus=`, the config's `gpus`
+    /// for a plan: a run trains on one), as the page's panel holds it.
+    pub gpus: Option<String>,
 }
 
 impl FromUrl {
@@ -45,6 +48,7 @@ pub fn parse(hash: &str) -> FromUrl {
     let mut sets = Vec::new();
     let mut letters = None;
     let mut gpu = None;
+    let mut gpus = None;
     let mut parts = hash.split('&').filter(|p| !p.is_empty());
     for part in parts.by_ref().take(MAX_PARTS) {
         // As the browser's decodeURIComponent would, keeping the text as it is where that
@@ -54,6 +58,7 @@ pub fn parse(hash: &str) -> FromUrl {
             Some(("preset", value)) => name = value.to_string(),
             Some(("lessons", value)) => letters = Some(value.to_string()),
             Some(("gpu", value)) => gpu = Some(value.to_string()),
+            Some(("gpus", value)) => gpus = Some(value.to_string()),
             _ => sets.push(part),
         }
     }
@@ -87,6 +92,7 @@ pub fn parse(hash: &str) -> FromUrl {
         refused,
         lessons,
         gpu,
+        gpus,
     }
 }
 

@@ -43,6 +43,25 @@ impl Plan {
         }
     }
 
+    /// A sharded plan's scope, in a line: whose figures these are, the total across the GPUs
+    /// and what each sends and receives; `None` for one GPU's whole run.
+    pub fn per_gpu(&self) -> Option<String> {
+        let sharded = self.sharded.as_ref()?;
+        let gib = ByteFormat::MIB_OR_GIB;
+        // f32: the one precision sharded plans take yet.
+        let traffic = sharded.traffic_bytes(4);
+        Some(format!(
+            "One GPU's share of {gpus} ({mode} sharding, FSDP's FULL_SHARD): every figure is one \
+             GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU sends \
+             and receives {traffic} a training pass (computed for ring collectives, not \
+             measured).",
+            gpus = sharded.gpus,
+            mode = sharded.mode.name(),
+            total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64),
+            traffic = gib.of(traffic),
+        ))
+    }
+
     /// The plan as an SVG card.
     pub fn svg(&self) -> String {
         let gib = ByteFormat::MIB_OR_GIB;
@@ -64,6 +83,19 @@ impl Plan {
             &format!("Will it fit? {}", self.name),
         );
         line(&mut body, &mut y, 15, "bold", &self.verdict());
+        if let Some(sharded) = &self.sharded {
+            line(
+                &mut body,
+                &mut y,
+                13,
+                "normal",
+                &format!(
+                    "one GPU's share of {} ({} sharding): every figure is one GPU's",
+                    sharded.gpus,
+                    sharded.mode.name()
+                ),
+            );
+        }
         let planned_on = self
             .modelled
             .as_ref()
