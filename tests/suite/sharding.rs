@@ -157,6 +157,55 @@ fn a_fully_sharded_llama_2_7b_plans_near_pytorchs_fsdp_tracker() {
     );
 }
 
+/// LoRA under full sharding, over an f16 base: the frozen base is sharded and gathered like any
+/// weight, the adapters are what trains, and the counts are the whole model's.
+#[test]
+fn a_sharded_lora_run_keeps_a_shard_of_the_base_and_trains_its_adapters() {
+    let (_lock, _) = gpu();
+    let lora = |gpus: usize| {
+        let mut config = config(
+            "sort-llama",
+            &[
+                "strategies.checkpointing=layers",
+                "strategies.sharding=full",
+                "strategies.trainable=lora",
+                "strategies.weight_dtype=f16",
+            ],
+        );
+        config.gpus = gpus;
+        planned(&config)
+    };
+    let whole = lora(1);
+    let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
+    for gpus in [2, 4] {
+        let plan = lora(gpus);
+        let share = plan.sharded.expect("sharded");
+        // The whole model's counts, as the unsharded plan gives them.
+        assert_eq!(
+            (plan.params, plan.trainable_params, plan.adapter_params),
+            (whole.params, whole.trainable_params, whole.adapter_params),
+            "{gpus} GPUs"
+        );
+        assert_eq!(share.trained_values, share.adapter_values);
+        assert_eq!(share.adapter_values, whole.adapter_params);
+        // Two bytes a stored value; the adapters' moments are a shard of theirs.
+        let stored = 2 * share.shard_values;
+        let now = sizes(&plan);
+        assert!(
+            (stored..stored + 4096).contains(&now.parameter),
+            "{gpus}: parameters {} for {stored} bytes of f16 shards",
+            now.parameter
+        );
+        let adapters = 2 * share.adapter_values / gpus as u64;
+        assert!(
+            now.optimizer_state >= 2 * adapters && now.optimizer_state < 2 * adapters + 8192,
+            "{gpus}: AdamW state {} for adapters of {adapters} bytes a GPU",
+            now.optimizer_state
+        );
+        assert!(now.parameter < sizes(&whole).parameter, "{gpus}: {now:?}");
+    }
+}
+
 #[test]
 fn what_sharding_cannot_plan_is_refused_by_name() {
     // (preset, sets beside gpus = 2 and full sharding with per-layer checkpointing, the
@@ -200,14 +249,14 @@ fn what_sharding_cannot_plan_is_refused_by_name() {
         ),
         (
             "sort-llama",
-            &["strategies.trainable=lora"],
-            "strategies.trainable",
-            "lora is not yet",
+            &["strategies.trainable=lora", "strategies.weight_dtype=q4"],
+            "strategies.weight_dtype",
+            "q4 is not yet",
         ),
         (
             "sort-llama",
-            &["strategies.weight_dtype=f16"],
-            "strategies.weight_dtype",
+            &["strategies.mixed_precision=f16"],
+            "strategies.mixed_precision",
             "f16 is not yet",
         ),
         (

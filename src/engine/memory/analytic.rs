@@ -427,18 +427,25 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     if config.strategies.sharding == Sharding::Full && config.gpus > 1 {
         let working = head_grads.max(working_set).max(loss_backward);
-        shard(&mut prediction, config.gpus as u64, weight_bytes, working);
+        let every_weight = config.strategies.trainable == Trainable::All;
+        shard(
+            &mut prediction,
+            config.gpus as u64,
+            weight_bytes,
+            working,
+            every_weight,
+        );
     }
     prediction
 }
 
-/// One GPU's share of a fully sharded run (`strategies.sharding = full`, which takes every
-/// weight trained in f32 with per-layer checkpointing): parameters, gradients and optimizer
-/// state a shard each (padding left out), beside what is gathered while backward runs (the
-/// root's parameters, the block being recomputed, the one before it gathered ahead, the last
-/// reduce-scatter's input) and backward's working set as unsharded. AdamW's foreach step adds a
-/// temporary the size of the local parameters.
-fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64) {
+/// One GPU's share of a fully sharded run (`strategies.sharding = full`, with per-layer
+/// checkpointing): parameters, gradients and optimizer state a shard each (padding left out),
+/// beside what is gathered while backward runs (the root's parameters, the block being
+/// recomputed, the one before it gathered ahead, and when `every_weight` trains the last
+/// reduce-scatter's input, a block's size) and backward's working set as unsharded. AdamW's
+/// foreach step adds a temporary the size of the local trained parameters.
+fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64, every_weight: bool) {
     let blocks = p.layers.iter().filter(|l| l.block).map(|l| l.params);
     let block_values = blocks.clone().max().unwrap_or(0);
     let root_values = p.param_count - blocks.sum::<u64>();
@@ -446,9 +453,10 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64) {
     p.grads = p.grads.div_ceil(gpus);
     p.optimizer_state = p.optimizer_state.div_ceil(gpus);
     let resident = p.params + p.optimizer_state + p.resident_data;
-    let gathered = (root_values + 3 * block_values) * weight_bytes;
+    let gathered_blocks = if every_weight { 3 } else { 2 };
+    let gathered = (root_values + gathered_blocks * block_values) * weight_bytes;
     let backward = p.activations + gathered + p.grads + working;
-    let step = resident + p.grads + p.params;
+    let step = resident + 2 * p.grads;
     let eval = resident + p.eval_batch + (root_values + block_values) * weight_bytes;
     p.peak = (resident + p.batch + backward).max(step).max(eval);
 }

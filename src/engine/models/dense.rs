@@ -21,6 +21,7 @@ use burn::tensor::module::linear;
 use burn::tensor::{DType, FloatDType, Tensor};
 
 use crate::engine::ops::quantized_linear;
+pub use crate::engine::ops::walk::AdapterDepth;
 
 /// `x W + b`, or with a LoRA adapter on `W`, `x W + b + s (x A) B` without forming `W + s A B`.
 ///
@@ -133,32 +134,6 @@ pub struct TrainableCount {
     /// Parameter tensors that train: each a leaf of the autodiff graph.
     pub trainable_tensors: usize,
     adapter: AdapterDepth,
-    /// Count every parameter as trained without reading it (it may not exist yet).
-    pub(crate) all_train: bool,
-}
-
-/// Whether a module walk (a visitor's or a mapper's) is inside a LoRA adapter: burn enters a
-/// parameter's reparameterization as a module of that container type, after its base.
-#[derive(Default)]
-pub struct AdapterDepth(usize);
-
-impl AdapterDepth {
-    pub fn enter(&mut self, container_type: &str) {
-        if container_type == "Reparameterization" {
-            self.0 += 1;
-        }
-    }
-
-    pub fn exit(&mut self, container_type: &str) {
-        if container_type == "Reparameterization" {
-            self.0 -= 1;
-        }
-    }
-
-    /// The parameters visited now are an adapter's factors.
-    pub fn inside(&self) -> bool {
-        self.0 > 0
-    }
 }
 
 impl ModuleVisitor for TrainableCount {
@@ -177,7 +152,7 @@ impl ModuleVisitor for TrainableCount {
             self.adapters += values;
         }
         // `base`, not `val`: the stored tensor, without materializing an adapted weight.
-        if self.all_train || param.base().is_require_grad() {
+        if param.base().is_require_grad() {
             self.trainable += values;
             self.trainable_tensors += 1;
         }

@@ -296,14 +296,16 @@ impl Llama {
         }
     }
 
-    /// The model as one GPU's shard of it across `ranks` GPUs (before its parameters exist).
-    pub fn sharded(self, ranks: usize) -> (Self, Arc<Shards>) {
-        let root = self.tokens.num_params()
+    /// Values of the root's own parameters: the token table, the final norm, the output layer.
+    pub fn root_values(&self) -> usize {
+        self.tokens.num_params()
             + self.final_norm.num_params()
-            + self.output.as_ref().map_or(0, |output| output.num_params());
-        let (mut model, shards) = Shards::cut(self, ranks, root);
-        model.shards = Some(shards.clone());
-        (model, shards)
+            + self.output.as_ref().map_or(0, |output| output.num_params())
+    }
+
+    /// Its forward pass gathers through `shards` (the model is their shard).
+    pub fn set_shards(&mut self, shards: Arc<Shards>) {
+        self.shards = Some(shards);
     }
 
     /// The root's parameters for a forward pass: gathered once a pass when sharded, as FSDP2's

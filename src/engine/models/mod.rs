@@ -88,16 +88,20 @@ impl Model {
         }
     }
 
-    /// The model as one GPU's shard of it across `ranks` GPUs, before its parameters exist
-    /// (`strategies.sharding = full`; the llama family's models only, which
-    /// `strategies::sharding` checks), and the sharding its forward pass gathers through.
-    pub fn sharded(self, ranks: usize) -> (Self, Option<Arc<Shards>>) {
+    /// Values of the root's own parameters (token table, final norm, output layer) of a model
+    /// that can be sharded (`strategies.sharding = full`: the llama family's, which
+    /// `strategies::sharding` checks); `None` for the others.
+    pub fn root_values(&self) -> Option<usize> {
         match self {
-            Self::Llama(m) => {
-                let (m, shards) = m.sharded(ranks);
-                (Self::Llama(m), Some(shards))
-            }
-            other => (other, None),
+            Self::Llama(m) => Some(m.root_values()),
+            _ => None,
+        }
+    }
+
+    /// The model is one GPU's shard: its forward pass gathers through `shards`.
+    pub fn set_shards(&mut self, shards: Arc<Shards>) {
+        if let Self::Llama(m) = self {
+            m.set_shards(shards);
         }
     }
 
@@ -105,15 +109,6 @@ impl Model {
     /// tensor's gradient setting, so the parameters must exist.
     pub fn trainable_count(&self) -> TrainableCount {
         let mut count = TrainableCount::default();
-        self.visit(&mut count);
-        count
-    }
-
-    /// [`Self::trainable_count`] of a model every parameter of which trains, from their shapes
-    /// alone: no parameter is created.
-    pub fn count_all_trained(&self) -> TrainableCount {
-        let mut count = TrainableCount::default();
-        count.all_train = true;
         self.visit(&mut count);
         count
     }

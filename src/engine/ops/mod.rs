@@ -10,3 +10,4 @@ pub mod cross_entropy;
 pub mod quantized_linear;
 pub mod recompute;
 pub mod shard;
+pub mod walk;

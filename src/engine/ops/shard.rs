@@ -24,12 +24,13 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::Tensor;
 
 use super::bridge::{Raw, plain, raw};
+use super::walk::AdapterDepth;
 
 /// Where one parameter's shard lies in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,12 +41,22 @@ pub struct Layout {
     pub dim: usize,
     /// Its length along `dim` in one shard: `ceil(full[dim] / N)`.
     pub rows: usize,
+    /// A LoRA adapter's factor.
+    pub adapter: bool,
+    /// Whether it trains (known once the model is final: [`Shards::new`]).
+    pub trains: bool,
 }
 
 impl Layout {
     fn new(full: Vec<usize>, dim: usize, ranks: usize) -> Self {
         let rows = full[dim].div_ceil(ranks);
-        Self { full, dim, rows }
+        Self {
+            full,
+            dim,
+            rows,
+            adapter: false,
+            trains: true,
+        }
     }
 
     pub fn shard_shape(&self) -> Vec<usize> {
@@ -93,23 +104,52 @@ impl core::fmt::Debug for Shards {
     }
 }
 
+/// Each sharded parameter's layout, by parameter.
+pub type Layouts = HashMap<ParamId, Layout>;
+
 impl Shards {
-    /// `model` as one GPU's shard of it across `ranks` GPUs, before its parameters exist, and
-    /// the sharding it is cut by; `root_values` of its parameters are the root's.
-    pub fn cut<M: Module>(model: M, ranks: usize, root_values: usize) -> (M, Arc<Self>) {
+    /// `model` as one GPU's shard of it across `ranks` GPUs, before its parameters exist (and
+    /// before LoRA adapts it: an adapter then builds on its base's shard), and each
+    /// parameter's layout.
+    pub fn cut<M: Module>(model: M, ranks: usize) -> (M, Layouts) {
         let mut cut = ToShards {
             ranks,
             containers: Vec::new(),
             layouts: HashMap::new(),
         };
         let model = model.map(&mut cut);
-        let shards = Self {
+        (model, cut.layouts)
+    }
+
+    /// `model`'s LoRA adapters, built on its bases' shards, cut as PEFT's are under FSDP2:
+    /// `A` (`[d_in, r]`, PyTorch's `lora_A` `[r, d_in]`) cut along its rank, `B` (`[r, d_out]`)
+    /// already its base's shard of the outputs. Their layouts join `layouts`.
+    pub fn cut_adapters<M: Module>(model: M, ranks: usize, layouts: &mut Layouts) -> M {
+        let mut cut = AdaptersToShards {
+            ranks,
+            layouts,
+            adapter: AdapterDepth::default(),
+            base: None,
+            field: String::new(),
+        };
+        model.map(&mut cut)
+    }
+
+    /// The sharding of the final `model` (its trained parameters read from it), `root_values`
+    /// of its parameters the root's.
+    pub fn new<M: Module>(
+        model: &M,
+        ranks: usize,
+        mut layouts: Layouts,
+        root_values: usize,
+    ) -> Self {
+        model.visit(&mut MarkTrained(&mut layouts));
+        Self {
             ranks,
             root_values,
-            layouts: cut.layouts,
+            layouts,
             held: Mutex::default(),
-        };
-        (model, Arc::new(shards))
+        }
     }
 
     pub fn ranks(&self) -> usize {
@@ -271,8 +311,8 @@ impl ModuleMapper for ToShards {
         let id = param.id;
         let device = param.lazy_device();
         self.layouts.insert(id, layout);
-        // Every parameter of a fully sharded run trains (`strategies::sharding` refuses the
-        // rest for now): its shard is a fresh leaf, initialised where the parameter would be.
+        // A fresh shard, initialised where the parameter would be; trained until a strategy
+        // freezes it (LoRA's bases, `head`'s body).
         Param::uninitialized(
             id,
             move |device, require_grad| Tensor::zeros(shape, device).set_require_grad(require_grad),
@@ -280,6 +320,80 @@ impl ModuleMapper for ToShards {
             true,
             shape.into(),
         )
+    }
+}
+
+/// Cuts each LoRA adapter built on a base's shard: `A` along its rank (a fresh shard), `B`
+/// recorded with its full shape (its outputs are its base's, already cut).
+struct AdaptersToShards<'a> {
+    ranks: usize,
+    layouts: &'a mut Layouts,
+    adapter: AdapterDepth,
+    /// The layout of the base the next adapter adapts (burn visits a base, then its factors).
+    base: Option<Layout>,
+    /// The field entered last: an adapter's factors are its fields `a` and `b`.
+    field: String,
+}
+
+impl ModuleMapper for AdaptersToShards<'_> {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.adapter.enter(container_type);
+        self.field = name.to_string();
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        self.adapter.exit(container_type);
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if !self.adapter.inside() {
+            self.base = self.layouts.get(&param.id).cloned();
+            return param;
+        }
+        let base = self.base.as_ref().expect("an adapter comes after its base");
+        let (d_in, d_out) = (base.full[0], base.full[1]);
+        let is_b = match self.field.as_str() {
+            "a" => false,
+            "b" => true,
+            other => unreachable!("a LoRA adapter's factors are a and b, not {other}"),
+        };
+        let rank = param.lazy_shape().to_vec()[if is_b { 0 } else { 1 }];
+        if is_b {
+            // B: `[r, rows]` of its base's `[d_in, d_out]`.
+            let mut layout = Layout::new(vec![rank, d_out], 1, self.ranks);
+            layout.adapter = true;
+            self.layouts.insert(param.id, layout);
+            return param;
+        }
+        let mut layout = Layout::new(vec![d_in, rank], 1, self.ranks);
+        layout.adapter = true;
+        let shape: [usize; D] = layout
+            .shard_shape()
+            .try_into()
+            .expect("a factor is a matrix");
+        self.layouts.insert(param.id, layout);
+        let (id, device) = (param.id, param.lazy_device());
+        let dtype = param.val().dtype();
+        Param::uninitialized(
+            id,
+            move |device, require_grad| {
+                Tensor::zeros(shape, (device, dtype)).set_require_grad(require_grad)
+            },
+            device,
+            true,
+            shape.into(),
+        )
+    }
+}
+
+/// Marks each layout's parameter as trained or not, from the final model.
+struct MarkTrained<'a>(&'a mut Layouts);
+
+impl ModuleVisitor for MarkTrained<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(layout) = self.0.get_mut(&param.id) {
+            layout.trains = param.base().is_require_grad();
+        }
     }
 }
 

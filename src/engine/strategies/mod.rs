@@ -78,6 +78,10 @@ pub trait Strategy {
     fn prepare_model(&mut self, model: Model) -> Model {
         model
     }
+    /// The model once every strategy has prepared it.
+    fn finish_model(&mut self, model: Model) -> Model {
+        model
+    }
     /// Once the parameters exist: whatever the strategy keeps for the whole run.
     fn setup(&mut self, _run: &mut Setup<'_>) -> Result<(), EngineError> {
         Ok(())
@@ -157,6 +161,9 @@ pub struct Hooks {
 impl Hooks {
     pub fn new(config: &RunConfig, gpu: &Gpu) -> Self {
         let list: Vec<Box<dyn Strategy>> = vec![
+            // First: every parameter is cut to its shard before any strategy creates one (the
+            // precision casts shards, LoRA builds its adapters on them).
+            Box::new(sharding::Sharding::new(config)),
             Box::new(checkpointing::Checkpointing::new(config)),
             // Before the precision, which casts the rest to f16: each body matrix goes from its
             // f32 initializer straight into blocks.
@@ -164,8 +171,6 @@ impl Hooks {
             Box::new(mixed_precision::Precision::new(config, &gpu.adapter)),
             // After the precision: adapters take the precision their bases were given.
             Box::new(trainable::Trainable::new(config)),
-            // After LoRA and freezing: what trains is decided before it is cut into shards.
-            Box::new(sharding::Sharding::new(config)),
             Box::new(memory_pool::Pools::new(config, gpu.memory_pool)),
             Box::new(data_residency::Residency::new(config)),
             Box::new(grad_accumulation::Accumulation::new(config)),
@@ -192,9 +197,13 @@ impl Hooks {
     }
 
     pub fn prepare_model(&mut self, model: Model) -> Model {
+        let model = self
+            .list
+            .iter_mut()
+            .fold(model, |model, s| s.prepare_model(model));
         self.list
             .iter_mut()
-            .fold(model, |model, s| s.prepare_model(model))
+            .fold(model, |model, s| s.finish_model(model))
     }
 
     pub fn setup(&mut self, run: &mut Setup<'_>) -> Result<(), EngineError> {
@@ -308,6 +317,12 @@ impl Hooks {
         let mut report = Report::default();
         for s in &self.list {
             s.report(&mut report);
+        }
+        // A sharded model's own counts are its shards': the whole model's are the sharding's.
+        if let (Some(sharded), Some(params)) = (&report.sharded, &mut report.params) {
+            params.model = sharded.model_values;
+            params.adapters = sharded.adapter_values;
+            params.trainable = sharded.trained_values;
         }
         report
     }

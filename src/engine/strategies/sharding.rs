@@ -7,7 +7,10 @@
 //!   block before gathered ahead, FSDP2's backward prefetch), and its gradients reduce-scattered;
 //!   the root's (token table, final norm, output layer) stay gathered from forward to the end of
 //!   backward. The model trained *is* the shard (`ops::shard`), so every category is what the
-//!   GPU really holds, from the same allocator as every other plan.
+//!   GPU really holds, from the same allocator as every other plan. Under LoRA the frozen base
+//!   is sharded and gathered the same way, and the adapters (built on their bases' shards, then
+//!   cut as PEFT's are under FSDP2) are what trains, is reduce-scattered and holds AdamW's
+//!   state. Weights stored in f16 are gathered in f16.
 //! - The optimizer step as PyTorch runs it on a GPU by default (`foreach=True`): AdamW's
 //!   multi-tensor step holds one temporary the size of the local parameters (its
 //!   `_foreach_sqrt` of the second moments) across the whole step. burn steps tensor by tensor,
@@ -18,7 +21,7 @@
 //! are planned and never run (no collective on wgpu), so `vramlab train` refuses `gpus` above 1.
 //! What is not built yet is refused by name: `optimizer` and `gradients` (ZeRO-1, ZeRO-2),
 //! sharding without per-layer checkpointing, families other than the llama's, mixtures of
-//! experts, LoRA and frozen layers, 16-bit and quantized weights.
+//! experts, f16 compute over f32 weights (FSDP2's MixedPrecisionPolicy) and quantized bases.
 
 use std::sync::Arc;
 
@@ -27,12 +30,11 @@ use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
-    Checkpointing, MixedPrecision, OptimizerKind, RunConfig, Sharding as Mode, Trainable,
-    WeightDtype,
+    Checkpointing, MixedPrecision, OptimizerKind, RunConfig, Sharding as Mode, WeightDtype,
 };
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
-use crate::engine::ops::shard::Shards;
+use crate::engine::ops::shard::{Layouts, Shards};
 
 use super::{Report, Strategy};
 
@@ -41,12 +43,18 @@ use super::{Report, Strategy};
 pub struct ShardedRun {
     pub gpus: usize,
     pub mode: Mode,
-    /// Parameter values one GPU keeps (its shards, padding included).
+    /// Parameter values one GPU keeps (its shards, padding included, adapters too).
     pub shard_values: u64,
-    /// Parameter values of the whole model.
+    /// The model's own parameter values (LoRA's frozen bases included, its adapters not).
     pub model_values: u64,
     /// Of which the root's own (token table, final norm, output layer), gathered once a step.
     pub root_values: u64,
+    /// LoRA adapters' values, whole.
+    #[serde(default)]
+    pub adapter_values: u64,
+    /// Values that train, whole: gradients and optimizer state are sharded over these.
+    #[serde(default)]
+    pub trained_values: u64,
 }
 
 impl ShardedRun {
@@ -54,9 +62,10 @@ impl ShardedRun {
     /// parameters, computed (not measured) for ring collectives, which move (N - 1) / N of a
     /// collective's full size through each GPU: the all-gather of every parameter in forward,
     /// of every block's again for backward (the root's stay gathered), and the reduce-scatter
-    /// of every gradient.
+    /// of every trained one's gradient.
     pub fn traffic_bytes(&self, value_bytes: u64) -> u64 {
-        let moved = 3 * self.model_values - self.root_values;
+        let gathered = 2 * (self.model_values + self.adapter_values) - self.root_values;
+        let moved = gathered + self.trained_values;
         moved * value_bytes * (self.gpus as u64 - 1) / self.gpus as u64
     }
 }
@@ -64,6 +73,8 @@ impl ShardedRun {
 pub struct Sharding {
     mode: Mode,
     gpus: usize,
+    /// The layouts of the cut model, until the model is final.
+    layouts: Option<Layouts>,
     shards: Option<Arc<Shards>>,
 }
 
@@ -72,23 +83,31 @@ impl Sharding {
         Self {
             mode: config.strategies.sharding,
             gpus: config.gpus,
+            layouts: None,
             shards: None,
         }
-    }
-
-    /// Whether this run's model is cut into shards.
-    pub fn cuts(config: &RunConfig) -> bool {
-        config.strategies.sharding == Mode::Full && config.gpus > 1
     }
 }
 
 impl Strategy for Sharding {
     fn prepare_model(&mut self, model: Model) -> Model {
-        if self.mode != Mode::Full || self.gpus < 2 {
+        if self.mode != Mode::Full || self.gpus < 2 || model.root_values().is_none() {
             return model;
         }
-        let (model, shards) = model.sharded(self.gpus);
-        self.shards = shards;
+        let (model, layouts) = Shards::cut(model, self.gpus);
+        self.layouts = Some(layouts);
+        model
+    }
+
+    fn finish_model(&mut self, model: Model) -> Model {
+        let Some(mut layouts) = self.layouts.take() else {
+            return model;
+        };
+        let mut model = Shards::cut_adapters(model, self.gpus, &mut layouts);
+        let root = model.root_values().unwrap_or(0);
+        let shards = Arc::new(Shards::new(&model, self.gpus, layouts, root));
+        model.set_shards(shards.clone());
+        self.shards = Some(shards);
         model
     }
 
@@ -111,19 +130,27 @@ impl Strategy for Sharding {
         let Some(shards) = &self.shards else {
             return;
         };
-        let (shard_values, model_values) = shards.layouts().fold((0, 0), |(s, m), layout| {
-            (
-                s + layout.shard_values() as u64,
-                m + layout.full_values() as u64,
-            )
-        });
-        report.sharded = Some(ShardedRun {
+        let mut run = ShardedRun {
             gpus: self.gpus,
             mode: self.mode,
-            shard_values,
-            model_values,
+            shard_values: 0,
+            model_values: 0,
             root_values: shards.root_values() as u64,
-        });
+            adapter_values: 0,
+            trained_values: 0,
+        };
+        for layout in shards.layouts() {
+            let full = layout.full_values() as u64;
+            run.shard_values += layout.shard_values() as u64;
+            match layout.adapter {
+                true => run.adapter_values += full,
+                false => run.model_values += full,
+            }
+            if layout.trains {
+                run.trained_values += full;
+            }
+        }
+        report.sharded = Some(run);
     }
 }
 
@@ -151,7 +178,12 @@ impl LocalValues {
 
 impl ModuleVisitor for LocalValues {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let value = param.val().inner();
+        // `base`: a LoRA base's stored shard (frozen: no state, no temporary).
+        let value = param.base();
+        if !value.is_require_grad() {
+            return;
+        }
+        let value = value.inner();
         let values = value.shape().num_elements();
         if self.chunks.is_empty() || self.in_last + values > CHUNK_VALUES {
             self.chunks.push(Vec::new());
@@ -227,20 +259,12 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
             ),
         );
     }
-    if s.trainable != Trainable::All {
-        return refuse(
-            "strategies.trainable",
-            format!(
-                "full sharding is planned with all (every weight trained); {} is not yet",
-                s.trainable.name()
-            ),
-        );
-    }
-    if s.weight_dtype != WeightDtype::F32 {
+    if !matches!(s.weight_dtype, WeightDtype::F32 | WeightDtype::F16) {
         return refuse(
             "strategies.weight_dtype",
             format!(
-                "full sharding is planned with f32 weights; {} is not yet",
+                "full sharding is planned with f32 or f16 weights; {} is not yet (a quantized \
+                 base's blocks would be gathered as FSDP-QLoRA stores them)",
                 s.weight_dtype.name()
             ),
         );

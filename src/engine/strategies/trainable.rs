@@ -45,9 +45,6 @@ pub struct Trainable {
     alpha: f64,
     /// A quantized base's run: every adapter factor in f32.
     f32_adapters: bool,
-    /// The model is cut into shards next (`sharding`): counted from its shapes, every
-    /// parameter training, without creating one at its full size.
-    sharded: bool,
     counts: Option<ParamCounts>,
 }
 
@@ -59,7 +56,6 @@ impl Trainable {
             rank: s.lora_rank,
             alpha: s.lora_alpha,
             f32_adapters: matches!(s.weight_dtype, WeightDtype::Q4 | WeightDtype::Q8),
-            sharded: super::sharding::Sharding::cuts(config),
             counts: None,
         }
     }
@@ -84,11 +80,8 @@ impl Strategy for Trainable {
                 }
             }
         };
-        let count = match self.sharded {
-            // `sharding::check` lets only `all` be sharded.
-            true => model.count_all_trained(),
-            false => model.trainable_count(),
-        };
+        // Of a sharded model, its shards' (`sharding` reports the whole model's).
+        let count = model.trainable_count();
         self.counts = Some(ParamCounts {
             model: count.all - count.adapters,
             trainable: count.trainable,

@@ -1,0 +1,26 @@
+//! What a walk over a module's parameters (a burn visitor's or mapper's) needs to know of
+//! where it is.
+
+/// Whether a module walk (a visitor's or a mapper's) is inside a LoRA adapter: burn enters a
+/// parameter's reparameterization as a module of that container type, after its base.
+#[derive(Default)]
+pub struct AdapterDepth(usize);
+
+impl AdapterDepth {
+    pub fn enter(&mut self, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.0 += 1;
+        }
+    }
+
+    pub fn exit(&mut self, container_type: &str) {
+        if container_type == "Reparameterization" {
+            self.0 -= 1;
+        }
+    }
+
+    /// The parameters visited now are an adapter's factors.
+    pub fn inside(&self) -> bool {
+        self.0 > 0
+    }
+}
