@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
-    DataConfig, DataKind, InputKind, MixedPrecision, OpPath, Trainable, WeightDtype,
+    DataConfig, DataKind, InputKind, MixedPrecision, OpPath, Sharding, Trainable, WeightDtype,
 };
 use vramlab::engine::data::split_sizes;
 use vramlab::engine::device::ModelledAdapter;
@@ -200,11 +200,16 @@ fn print_header(plan: &Plan) {
     );
     if let Some(sharded) = &plan.sharded {
         println!(
-            "  sharding: one GPU's share of {}, {} (FSDP2's FULL_SHARD: fully_shard on each \
-             block, then on the model; the block before gathered ahead in backward; AdamW's \
-             foreach step): every figure below is this GPU's",
+            "  sharding: one GPU's share of {}, {} (FSDP2's {}: fully_shard on each block, then \
+             on the model; {}; AdamW's foreach step): every figure below is this GPU's",
             sharded.gpus,
-            sharded.mode.name()
+            sharded.mode.name(),
+            sharded.mode.fsdp_name(),
+            match sharded.mode {
+                Sharding::Gradients => "each block kept gathered from its forward to its backward",
+                _ =>
+                    "each block gathered around its use, the one before gathered ahead in backward",
+            }
         );
     }
     let eval_batches = split_sizes(&config.data)

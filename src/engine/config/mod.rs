@@ -583,6 +583,23 @@ pub enum Sharding {
 impl Sharding {
     pub const NAMES: &'static [&'static str] = &["none", "optimizer", "gradients", "full"];
 
+    /// Whether parameters are sharded at rest and gathered around their use (FSDP: `full`, and
+    /// `gradients` as FSDP's SHARD_GRAD_OP, which keeps a block gathered from its forward to
+    /// its backward).
+    pub fn shards_parameters(self) -> bool {
+        matches!(self, Self::Full | Self::Gradients)
+    }
+
+    /// FSDP's name for it, where it has one.
+    pub fn fsdp_name(self) -> &'static str {
+        match self {
+            Self::Full => "FULL_SHARD",
+            Self::Gradients => "SHARD_GRAD_OP",
+            Self::Optimizer => "ZeRO-1",
+            Self::None => "NO_SHARD",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::None => "none",

@@ -425,36 +425,53 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         leak_per_step,
         layers,
     };
-    if config.strategies.sharding == Sharding::Full && config.gpus > 1 {
+    if config.strategies.sharding.shards_parameters() && config.gpus > 1 {
         let working = head_grads.max(working_set).max(loss_backward);
-        let every_weight = config.strategies.trainable == Trainable::All;
+        let held = Held {
+            every_weight: config.strategies.trainable == Trainable::All,
+            every_block: config.strategies.sharding == Sharding::Gradients,
+        };
         shard(
             &mut prediction,
             config.gpus as u64,
             weight_bytes,
             working,
-            every_weight,
+            held,
         );
     }
     prediction
 }
 
-/// One GPU's share of a fully sharded run (`strategies.sharding = full`, with per-layer
-/// checkpointing): parameters, gradients and optimizer state a shard each (padding left out),
-/// beside what is gathered while backward runs (the root's parameters, the block being
-/// recomputed, the one before it gathered ahead, and when `every_weight` trains the last
-/// reduce-scatter's input, a block's size) and backward's working set as unsharded. AdamW's
-/// foreach step adds a temporary the size of the local trained parameters.
-fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64, every_weight: bool) {
+/// What a sharded run holds gathered while backward runs, beside the root's parameters.
+struct Held {
+    /// Every weight trains: the last reduce-scatter's input is a block's size.
+    every_weight: bool,
+    /// SHARD_GRAD_OP: every block stays gathered from its forward pass to its backward.
+    every_block: bool,
+}
+
+/// One GPU's share of a sharded run (`strategies.sharding = full` or `gradients`, with
+/// per-layer checkpointing): parameters, gradients and optimizer state a shard each (padding
+/// left out), beside what is gathered while backward runs (the root's parameters; the block
+/// being recomputed and the one before it gathered ahead, or with SHARD_GRAD_OP every block; and
+/// the last reduce-scatter's input) and backward's working set as unsharded. AdamW's foreach step
+/// adds a temporary the size of the local trained parameters.
+fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64, held: Held) {
     let blocks = p.layers.iter().filter(|l| l.block).map(|l| l.params);
     let block_values = blocks.clone().max().unwrap_or(0);
-    let root_values = p.param_count - blocks.sum::<u64>();
+    let body_values = blocks.sum::<u64>();
+    let root_values = p.param_count - body_values;
     p.params = p.params.div_ceil(gpus);
     p.grads = p.grads.div_ceil(gpus);
     p.optimizer_state = p.optimizer_state.div_ceil(gpus);
     let resident = p.params + p.optimizer_state + p.resident_data;
-    let gathered_blocks = if every_weight { 3 } else { 2 };
-    let gathered = (root_values + gathered_blocks * block_values) * weight_bytes;
+    let reduce_input = if held.every_weight { block_values } else { 0 };
+    let blocks_gathered = if held.every_block {
+        body_values
+    } else {
+        2 * block_values
+    };
+    let gathered = (root_values + blocks_gathered + reduce_input) * weight_bytes;
     let backward = p.activations + gathered + p.grads + working;
     let step = resident + 2 * p.grads;
     let eval = resident + p.eval_batch + (root_values + block_values) * weight_bytes;

@@ -223,12 +223,21 @@ fn node<L: Recomputable, const N: usize>(
     let nodes = inputs.each_ref().map(|tensor| tensor.node());
     // The forward pass on plain tensors: no graph, nothing of the layer's kept.
     let plain_layer = layer.valid();
+    // SHARD_GRAD_OP's gathered block, kept from its forward pass to its backward.
+    let mut kept = None;
     let output = output.unwrap_or_else(|| {
         let input = plain(input.clone());
         raw(match &sharded {
             None => plain_layer.forward(input),
-            // FULL_SHARD: gathered for the forward pass and freed once it has run.
-            Some(block) => block.shards.gather(plain_layer.clone()).forward(input),
+            // Gathered for the forward pass; FULL_SHARD frees it once it has run.
+            Some(block) => {
+                let gathered = block.shards.gather(plain_layer.clone());
+                let output = gathered.forward(input);
+                if !block.shards.reshards_after_forward() {
+                    kept = Some(gathered);
+                }
+                output
+            }
         })
     });
     let step = LayerBackward::<L> {
@@ -246,6 +255,7 @@ fn node<L: Recomputable, const N: usize>(
                 flags,
                 ids,
                 sharded,
+                gathered: kept,
             },
             output,
         ),
@@ -267,6 +277,8 @@ struct Saved<L> {
     /// The parameter each tracked one is, in order.
     ids: Vec<ParamId>,
     sharded: Option<BlockShards<L>>,
+    /// The block's gathered parameters, kept from forward (SHARD_GRAD_OP).
+    gathered: Option<L>,
 }
 
 impl<L> core::fmt::Debug for Saved<L> {
@@ -296,12 +308,15 @@ impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
             flags,
             ids,
             sharded,
+            gathered,
         } = ops.state;
-        let layer = match &sharded {
-            None => layer,
+        let layer = match (&sharded, gathered) {
+            (None, _) => layer,
+            // SHARD_GRAD_OP: still gathered since forward.
+            (Some(_), Some(kept)) => kept,
             // FSDP2's pre-backward: this block gathered again (unless it was prefetched), and
             // the block before it gathered ahead of its own backward.
-            Some(block) => {
+            (Some(block), None) => {
                 let shards = &block.shards;
                 let gathered = shards
                     .take_prefetched::<L>(block.index)

@@ -78,6 +78,9 @@ impl Layout {
 /// layout, and the gathered buffers alive between the calls that make and free them.
 pub struct Shards {
     ranks: usize,
+    /// Whether a block is freed after its forward pass (FULL_SHARD) or kept gathered until its
+    /// backward (SHARD_GRAD_OP, FSDP2's `reshard_after_forward=False`).
+    reshard_after_forward: bool,
     /// Values of the root's own parameters (gathered once a step, not again for backward).
     root_values: usize,
     layouts: HashMap<ParamId, Layout>,
@@ -142,10 +145,12 @@ impl Shards {
         ranks: usize,
         mut layouts: Layouts,
         root_values: usize,
+        reshard_after_forward: bool,
     ) -> Self {
         model.visit(&mut MarkTrained(&mut layouts));
         Self {
             ranks,
+            reshard_after_forward,
             root_values,
             layouts,
             held: Mutex::default(),
@@ -158,6 +163,12 @@ impl Shards {
 
     pub fn root_values(&self) -> usize {
         self.root_values
+    }
+
+    /// FULL_SHARD frees a block's gathered parameters after its forward pass; SHARD_GRAD_OP
+    /// keeps them until its backward.
+    pub fn reshards_after_forward(&self) -> bool {
+        self.reshard_after_forward
     }
 
     /// Every sharded parameter's layout.

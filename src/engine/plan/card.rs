@@ -51,12 +51,13 @@ impl Plan {
         // f32: the one precision sharded plans take yet.
         let traffic = sharded.traffic_bytes(4);
         Some(format!(
-            "One GPU's share of {gpus} ({mode} sharding, FSDP's FULL_SHARD): every figure is one \
+            "One GPU's share of {gpus} ({mode} sharding, FSDP's {fsdp}): every figure is one \
              GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU sends \
              and receives {traffic} a training pass (computed for ring collectives, not \
              measured).",
             gpus = sharded.gpus,
             mode = sharded.mode.name(),
+            fsdp = sharded.mode.fsdp_name(),
             total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64),
             traffic = gib.of(traffic),
         ))

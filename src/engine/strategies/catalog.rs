@@ -565,10 +565,11 @@ pub const CATALOG: &[Entry] = &[
              weights stay stored, and the activations stay: backward still runs through every \
              layer."),
     ]),
-    entry("strategies.sharding", "sharding across GPUs", &["none", "full"],
+    entry("strategies.sharding", "sharding across GPUs", &["none", "gradients", "full"],
         "with gpus above 1, what each GPU keeps a shard of: full shards parameters, gradients \
-         and optimizer state (FSDP's FULL_SHARD), each block gathered around its use; planned, \
-         not run", &[]),
+         and optimizer state (FSDP's FULL_SHARD), each block gathered around its use; gradients \
+         keeps each block gathered from forward to backward (SHARD_GRAD_OP); planned, not run",
+        &[]),
     entry("strategies.lora_rank", "LoRA rank", &[],
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),
     entry("strategies.lora_alpha", "LoRA alpha", &[],

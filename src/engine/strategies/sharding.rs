@@ -91,7 +91,7 @@ impl Sharding {
 
 impl Strategy for Sharding {
     fn prepare_model(&mut self, model: Model) -> Model {
-        if self.mode != Mode::Full || self.gpus < 2 || model.root_values().is_none() {
+        if !self.mode.shards_parameters() || self.gpus < 2 || model.root_values().is_none() {
             return model;
         }
         let (model, layouts) = Shards::cut(model, self.gpus);
@@ -105,7 +105,8 @@ impl Strategy for Sharding {
         };
         let mut model = Shards::cut_adapters(model, self.gpus, &mut layouts);
         let root = model.root_values().unwrap_or(0);
-        let shards = Arc::new(Shards::new(&model, self.gpus, layouts, root));
+        let reshard = self.mode == Mode::Full;
+        let shards = Arc::new(Shards::new(&model, self.gpus, layouts, root, reshard));
         model.set_shards(shards.clone());
         self.shards = Some(shards);
         model
@@ -214,28 +215,23 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         Mode::None => return Ok(()),
         // One GPU holds all of every shard: the unsharded run, whatever else is set.
         _ if config.gpus == 1 => return Ok(()),
-        Mode::Optimizer | Mode::Gradients => {
+        Mode::Optimizer => {
             return Err(ConfigError::invalid(
                 "strategies.sharding",
-                format!(
-                    "{} ({}) is not planned yet; full (FSDP's FULL_SHARD, ZeRO-3) is, or none",
-                    s.sharding.name(),
-                    match s.sharding {
-                        Mode::Optimizer => "ZeRO-1",
-                        _ => "ZeRO-2, FSDP's SHARD_GRAD_OP",
-                    }
-                ),
+                "optimizer (ZeRO-1) is not planned yet; gradients (FSDP's SHARD_GRAD_OP, \
+                 ZeRO-2-like) and full (FSDP's FULL_SHARD, ZeRO-3) are, or none",
             ));
         }
-        Mode::Full => {}
+        Mode::Full | Mode::Gradients => {}
     }
     let kind = config.model.kind;
     if !kind.family().builds_a_llama() {
         return Err(ConfigError::invalid(
             "strategies.sharding",
             format!(
-                "full is planned for the llama-built families ({}); model.kind = {} is not one \
+                "{} is planned for the llama-built families ({}); model.kind = {} is not one \
                  of them",
+                s.sharding.name(),
                 crate::engine::config::ModelKind::names_where(|family| family.builds_a_llama()),
                 kind.name()
             ),
