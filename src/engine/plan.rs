@@ -6,6 +6,7 @@
 
 pub mod card;
 pub mod compare;
+pub mod fewest;
 
 use std::collections::BTreeMap;
 
@@ -96,6 +97,10 @@ pub struct Plan {
     /// binding): the pools refuse them in a dry run as in a real one, so when this is not
     /// empty the figures leave them out and are a lower bound.
     pub oversized: Vec<Oversized>,
+    /// Under a budget it does not fit: the fewest GPUs it fits on at each sharding that applies
+    /// to it, each count planned (`plan::fewest`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fewest_gpus: Vec<fewest::FewestGpus>,
     /// Wall time of all the plans this one took (its own and its suggestions').
     pub seconds: f64,
 }
@@ -217,6 +222,10 @@ pub async fn plan(
             Err(other) => return Err(other),
         },
     };
+    let fewest_gpus = match (fits, budget_bytes) {
+        (Some(false), Some(budget)) => fewest::search(&config, gpu, budget, &mut on_step).await?,
+        _ => Vec::new(),
+    };
     Ok(Plan {
         name: config.name.clone(),
         adapter: summary.adapter.clone(),
@@ -244,6 +253,7 @@ pub async fn plan(
         fits,
         out_of_memory,
         suggestions,
+        fewest_gpus,
         seconds: started.elapsed().as_secs_f64(),
         config,
     })

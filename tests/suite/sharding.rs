@@ -237,6 +237,47 @@ fn shard_grad_op_keeps_every_block_gathered_through_forward() {
     );
 }
 
+/// Under a budget a run does not fit on one GPU, the plan says on how few it fits at each
+/// sharding, each count planned: the fewest fits, half as many does not.
+#[test]
+fn a_budget_one_gpu_misses_is_answered_with_the_fewest_gpus_at_each_sharding() {
+    let (_lock, _) = gpu();
+    let mut config = config(
+        "sort-llama",
+        &[
+            "model.width=512",
+            "model.ff=2048",
+            "batch_size=4",
+            "eval_batch_size=4",
+            "strategies.checkpointing=layers",
+        ],
+    );
+    let budget = 75 << 20;
+    config.budget = Some(vramlab::engine::config::Budget::Bytes(budget));
+    let plan = planned(&config);
+    assert_eq!(plan.fits, Some(false));
+    let shardings: Vec<_> = plan.fewest_gpus.iter().map(|f| f.sharding.name()).collect();
+    assert_eq!(shardings, ["full", "gradients"]);
+    for fewest in &plan.fewest_gpus {
+        let gpus = fewest.gpus.expect("a count that fits");
+        assert!(gpus >= 2, "{fewest:?}");
+        assert!(
+            fewest.high_water_in_use_bytes.unwrap() <= budget,
+            "{fewest:?}"
+        );
+        assert!(fewest.planned.contains(&(gpus, true)), "{fewest:?}");
+        if gpus > 2 {
+            assert!(fewest.planned.contains(&(gpus / 2, false)), "{fewest:?}");
+        }
+    }
+    let full = &plan.fewest_gpus[0];
+    assert!(
+        full.gpus.unwrap() <= plan.fewest_gpus[1].gpus.unwrap(),
+        "{:?}",
+        plan.fewest_gpus
+    );
+}
+
 #[test]
 fn what_sharding_cannot_plan_is_refused_by_name() {
     // (preset, sets beside gpus = 2 and full sharding with per-layer checkpointing, the

@@ -490,6 +490,12 @@ fn PlanAnswer(plan: Plan, worker_wasm_bytes: f64, received_at_ms: f64) -> impl I
             </table>
             <h3>"What forward keeps most for backward"</h3>
             <ul id="plan-kept">{kept}</ul>
+            {(!plan.fewest_gpus.is_empty()).then(|| view! {
+                <h3>"On more GPUs, sharded: the fewest that fit, planned"</h3>
+                <ul id="plan-fewest-gpus">
+                    {plan.fewest_gpus_lines().into_iter().map(|line| view! { <li>{line}</li> }).collect_view()}
+                </ul>
+            })}
             {(!plan.suggestions.is_empty()).then(|| view! {
                 <h3>"Each suggestion, planned"</h3>
                 <ul id="plan-suggestions">{suggestions}</ul>

@@ -463,6 +463,17 @@ fn print_budget(plan: &Plan) {
         }
         None => println!(),
     }
+    let fewest = plan.fewest_gpus_lines();
+    if !fewest.is_empty() {
+        println!(
+            "on more GPUs, sharded (--gpus N --set strategies.sharding=...), each count planned:"
+        );
+        for line in fewest {
+            for line in wrapped(&line, 100) {
+                println!("  {line}");
+            }
+        }
+    }
     if plan.suggestions.is_empty() {
         println!(
             "no change vramlab knows is estimated to fit (the weights alone take {}): a smaller \

@@ -8,8 +8,8 @@
 //!   weight shards along its second dim; an embedding table and a vector along their first.
 //!   Gradients and optimizer state then follow the shard's shape, as FSDP2's do.
 //! - [`Shards::gather`] is the all-gather: a buffer of the padded full size written from N
-//!   copies of the shard (`cat`, a real launch that allocates: a copy fusion could fold into
-//!   the matmul that reads it would never be allocated). The collective itself is a no-op that
+//!   copies of the shard (`repeat_dim`, one launch that allocates: a copy fusion could fold
+//!   into the matmul that reads it would never be allocated). The collective itself is a no-op that
 //!   allocates its output, as PyTorch's fake process group is.
 //! - [`Shards::reduce_scatter`] is the gradients' reduce-scatter: one buffer of the block's
 //!   padded size (FSDP2's `reduce_scatter_input`), the shard-size output, and the input kept
@@ -420,7 +420,9 @@ impl ModuleMapper for Gather<'_> {
         };
         let ranks = self.shards.ranks;
         param.map(|shard| {
-            let padded = Tensor::cat(vec![shard; ranks], layout.dim);
+            // One launch that writes the padded full size (N copies of this rank's shard stand
+            // for the N ranks'), however many ranks.
+            let padded = shard.repeat_dim(layout.dim, ranks);
             match padded.dims()[layout.dim] == layout.full[layout.dim] {
                 true => padded,
                 false => padded.narrow(layout.dim, 0, layout.full[layout.dim]),

@@ -63,6 +63,44 @@ impl Plan {
         ))
     }
 
+    /// Under a budget it does not fit: one line a sharding, the fewest GPUs that fit and what
+    /// each GPU then holds, with the counts planned.
+    pub fn fewest_gpus_lines(&self) -> Vec<String> {
+        let gib = ByteFormat::MIB_OR_GIB;
+        self.fewest_gpus
+            .iter()
+            .map(|fewest| {
+                let planned: Vec<String> = fewest
+                    .planned
+                    .iter()
+                    .map(|(gpus, fits)| {
+                        format!("{gpus} {}", if *fits { "fits" } else { "does not" })
+                    })
+                    .collect();
+                let answer = match (fewest.gpus, fewest.high_water_in_use_bytes) {
+                    (Some(gpus), Some(bytes)) => {
+                        format!("{gpus} GPUs, {} in use on each", gib.of(bytes))
+                    }
+                    _ if fewest.planned.is_empty() => format!(
+                        "estimated not to fit on {} GPUs: what each GPU keeps whole passes the \
+                         budget (not planned)",
+                        crate::engine::config::limits::GPUS.1
+                    ),
+                    _ => "no count planned fits".to_string(),
+                };
+                let planned = match planned.is_empty() {
+                    true => String::new(),
+                    false => format!(" (planned: {})", planned.join(", ")),
+                };
+                format!(
+                    "{} ({}): {answer}{planned}",
+                    fewest.sharding.name(),
+                    fewest.sharding.fsdp_name(),
+                )
+            })
+            .collect()
+    }
+
     /// The plan as an SVG card.
     pub fn svg(&self) -> String {
         let gib = ByteFormat::MIB_OR_GIB;
