@@ -346,7 +346,7 @@ fn print_memory(plan: &Plan) {
         );
         for (i, name) in Categories::NAMES.iter().enumerate() {
             println!(
-                "  {:<22}{:>12}{:>12}{:>12}",
+                "  {:<22}{:>12}{:>12}{:>12}{}",
                 name.replace('_', " "),
                 ByteFormat::MIB_OR_GIB.of(mark.values()[i]),
                 if i == 5 {
@@ -354,7 +354,8 @@ fn print_memory(plan: &Plan) {
                 } else {
                     ByteFormat::MIB_OR_GIB.of(own.values()[i])
                 },
-                cell(estimate[i])
+                cell(estimate[i]),
+                plan.sharded.map_or("", |_| with_more_gpus(name))
             );
         }
         println!(
@@ -388,6 +389,16 @@ fn print_memory(plan: &Plan) {
         for line in wrapped(&per_gpu, 100) {
             println!("{line}");
         }
+    }
+}
+
+/// Whether a category shrinks as a sharded run spreads over more GPUs.
+fn with_more_gpus(category: &str) -> &'static str {
+    match category {
+        "parameter" | "optimizer_state" | "gradient" => "   a shard: 1/N",
+        "input" => "   this GPU's batch: stays",
+        "activation" => "   this GPU's batch, the root's gathered weights: stay",
+        _ => "   gathered blocks, buffers, temporaries: stay",
     }
 }
 
