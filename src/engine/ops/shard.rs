@@ -157,10 +157,6 @@ impl Shards {
         }
     }
 
-    pub fn ranks(&self) -> usize {
-        self.ranks
-    }
-
     pub fn root_values(&self) -> usize {
         self.root_values
     }
@@ -224,12 +220,11 @@ impl Shards {
         self.held().reduce_input = None;
         let mut pieces = Vec::with_capacity(grads.len() + 1);
         let mut shards = Vec::with_capacity(grads.len());
-        let (mut padding, mut shard_values) = (0, 0);
+        let mut padding = 0;
         for (id, grad) in grads {
             let layout = &self.layouts[&id];
             pieces.push(flat(grad, layout.full.len(), layout.full_values()));
             padding += layout.shard_values() * self.ranks - layout.full_values();
-            shard_values += layout.shard_values();
             shards.push((id, layout));
         }
         let Some(device) = pieces.first().map(|piece| piece.device()) else {
@@ -253,7 +248,6 @@ impl Shards {
                 (id, shaped(piece, &layout.shard_shape()))
             })
             .collect();
-        debug_assert!(offset <= shard_values);
         self.held().reduce_input = Some(raw(input));
         scattered
     }

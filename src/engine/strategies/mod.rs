@@ -328,7 +328,6 @@ impl Hooks {
     }
 }
 
-/// What each strategy refuses to run with, naming the field; `validate` calls this last.
 /// `tensor` turned into `change(tensor)` beneath autodiff, on the device it was on: recorded in
 /// no graph (a graph would hold the change's tensors until a backward swept it), and back on the
 /// autodiff device with its checkpointing strategy where it was there. The result is a fresh
@@ -347,6 +346,7 @@ pub(crate) fn beneath_autodiff<const D: usize>(
     }
 }
 
+/// What each strategy refuses to run with, naming the field; `validate` calls this last.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     kernels::check(config)?;
     checkpointing::check(config)?;

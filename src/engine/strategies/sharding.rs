@@ -11,6 +11,8 @@
 //!   is sharded and gathered the same way, and the adapters (built on their bases' shards, then
 //!   cut as PEFT's are under FSDP2) are what trains, is reduce-scattered and holds AdamW's
 //!   state. Weights stored in f16 are gathered in f16.
+//! - `gradients`: FSDP's SHARD_GRAD_OP (FSDP2's `reshard_after_forward=False`): the same
+//!   shards, each block kept gathered from its forward pass to its backward.
 //! - The optimizer step as PyTorch runs it on a GPU by default (`foreach=True`): AdamW's
 //!   multi-tensor step holds one temporary the size of the local parameters (its
 //!   `_foreach_sqrt` of the second moments) across the whole step. burn steps tensor by tensor,
@@ -19,8 +21,8 @@
 //!
 //! At one GPU nothing is sharded: every sharding is the unsharded run to the byte. Sharded runs
 //! are planned and never run (no collective on wgpu), so `vramlab train` refuses `gpus` above 1.
-//! What is not built yet is refused by name: `optimizer` and `gradients` (ZeRO-1, ZeRO-2),
-//! sharding without per-layer checkpointing, families other than the llama's, mixtures of
+//! What is not built yet is refused by name: `optimizer` (ZeRO-1), data parallel (`none` above
+//! one GPU), sharding without per-layer checkpointing, families other than the llama's, mixtures of
 //! experts, f16 compute over f32 weights (FSDP2's MixedPrecisionPolicy) and quantized bases.
 
 use std::sync::Arc;
