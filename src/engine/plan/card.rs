@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::engine::config::MixedPrecision;
 use crate::engine::format::ByteFormat;
 use crate::engine::memory::Categories;
 
@@ -48,8 +49,13 @@ impl Plan {
     pub fn per_gpu(&self) -> Option<String> {
         let sharded = self.sharded.as_ref()?;
         let gib = ByteFormat::MIB_OR_GIB;
-        // f32: the one precision sharded plans take yet.
-        let traffic = sharded.traffic_bytes(4);
+        // Gathered and reduced in the weights' own type: f16 or f32 (f16 compute over f32
+        // shards is refused under sharding).
+        let value_bytes = match self.config.strategies.training_precision() {
+            MixedPrecision::Off => 4,
+            _ => 2,
+        };
+        let traffic = sharded.traffic_bytes(value_bytes);
         Some(format!(
             "One GPU's share of {gpus} ({mode} sharding, FSDP's {fsdp}): every figure is one \
              GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU sends \

@@ -243,14 +243,14 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     if config.model.experts > 0 {
         return refuse(
             "model.experts",
-            "full sharding of a mixture of experts is not planned yet; dense models are (0)".into(),
+            "sharding a mixture of experts is not planned yet; dense models are (0)".into(),
         );
     }
     if s.checkpointing != Checkpointing::Layers {
         return refuse(
             "strategies.checkpointing",
             format!(
-                "full sharding is planned with layers (per-block checkpointing, as sharded \
+                "sharding is planned with layers (per-block checkpointing, as sharded \
                  fine-tunes run): without it, burn's ops keep the gathered weights for backward \
                  and a gathered block could not be freed after forward as FSDP frees it; got {}",
                 s.checkpointing.name()
@@ -261,7 +261,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         return refuse(
             "strategies.weight_dtype",
             format!(
-                "full sharding is planned with f32 or f16 weights; {} is not yet (a quantized \
+                "sharding is planned with f32 or f16 weights; {} is not yet (a quantized \
                  base's blocks would be gathered as FSDP-QLoRA stores them)",
                 s.weight_dtype.name()
             ),
@@ -271,7 +271,8 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         return refuse(
             "strategies.mixed_precision",
             format!(
-                "full sharding is planned in f32 (off); {} is not yet",
+                "{} is not yet (f16 compute over f32 shards: FSDP2's MixedPrecisionPolicy); \
+                 sharding is planned with off, the weights in f32 or f16 (weight_dtype)",
                 s.mixed_precision.name()
             ),
         );
@@ -279,7 +280,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     if !matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
         return refuse(
             "optimizer",
-            "full sharding is planned with adam or adamw (the foreach step PyTorch runs)".into(),
+            "sharding is planned with adam or adamw (the foreach step PyTorch runs)".into(),
         );
     }
     Ok(())
