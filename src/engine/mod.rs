@@ -15,6 +15,7 @@ pub mod error;
 pub mod estimate_check;
 pub mod families;
 pub mod finder;
+pub mod flops;
 pub mod format;
 pub mod fused;
 pub mod hf_config;

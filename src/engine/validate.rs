@@ -423,5 +423,6 @@ fn training(config: &RunConfig, purpose: Purpose) -> Check {
             format!("1..={} (the batch size)", config.batch_size),
         ));
     }
+    int_in("eval_batches", config.eval_batches, (0, limits::STEPS.1))?;
     int_in("eval_every", config.eval_every, (0, limits::STEPS.1))
 }

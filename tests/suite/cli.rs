@@ -358,3 +358,41 @@ fn claims_as_the_page_judges_them_measure_a_run_after_a_stop_as_alone() {
         assert_eq!(smaller[figure], alone[figure], "{figure}");
     }
 }
+
+/// `bench-gpu --smoke`, as CI runs it on lavapipe: the matmul limit in each type the adapter
+/// has, then each model's timed steps, their rates following from the median step and the
+/// model FLOPs counted from the shapes (`engine::flops`).
+#[test]
+fn bench_gpu_smoke_times_the_matmul_limit_and_each_model() {
+    let report: serde_json::Value =
+        crate::suite::support::vramlab_json(&["bench-gpu", "--smoke", "--json", "--steps", "3"]);
+    assert_eq!(report["settings"], "smoke");
+    let limit = report["limit_f32"].as_f64().unwrap();
+    assert!(limit > 0.0, "{report}");
+    let products = report["matmul"].as_array().unwrap();
+    assert!(products.iter().any(|row| row["dtype"] == "f32"));
+    let models = report["models"].as_array().unwrap();
+    let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["gpt2-small", "tinyllama-1.1b", "sort-mixtral"]);
+    for model in models {
+        assert!(model.get("error").is_none(), "{model}");
+        assert_eq!(
+            model["steps_timed"], 1,
+            "three steps, the first two untimed: {model}"
+        );
+        let seconds = model["median_step_ms"].as_f64().unwrap() / 1e3;
+        let tokens = model["tokens_per_step"].as_f64().unwrap();
+        let flops = model["model_flops_per_step"].as_f64().unwrap();
+        assert!(
+            seconds > 0.0 && tokens > 0.0 && flops > 6.0 * tokens,
+            "{model}"
+        );
+        let rate = |field: &str| model[field].as_f64().unwrap();
+        assert!((rate("tokens_per_s") - tokens / seconds).abs() < 1e-6 * rate("tokens_per_s"));
+        assert!((rate("achieved_flops_per_s") - flops / seconds).abs() < 1e-6 * flops / seconds);
+        assert!(
+            (rate("share_of_limit") - flops / seconds / limit).abs() < 1e-9,
+            "{model}"
+        );
+    }
+}

@@ -154,6 +154,31 @@ fn evaluation_runs_every_eval_every_steps_and_at_the_end() {
     );
 }
 
+/// `eval_batches` bounds what an evaluation reads to its first batches of the test split, the
+/// record says how many of how many, and 0 reads them all.
+#[test]
+fn an_evaluation_reads_its_first_eval_batches_or_the_whole_split() {
+    let (_lock, gpu) = gpu();
+    let coverage = |batches: &str| {
+        let sets = ["steps=2", "eval_batch_size=8", batches];
+        let timeline = run(&gpu, config("circle-tiny", &sets));
+        let eval = &timeline.evals[0];
+        let summary = timeline.summary.eval_coverage.expect("an evaluation ran");
+        assert_eq!(
+            (summary.samples, summary.split_samples),
+            (eval.samples, eval.split_samples)
+        );
+        (eval.samples, eval.split_samples)
+    };
+    let (bounded, split) = coverage("eval_batches=3");
+    assert_eq!(bounded, 24);
+    assert!(
+        split > 24,
+        "circle-tiny's test split is larger than three batches: {split}"
+    );
+    assert_eq!(coverage("eval_batches=0"), (split, split));
+}
+
 #[test]
 fn the_decision_grid_separates_the_circle_from_its_ring() {
     let (_lock, gpu) = super::support::gpu();

@@ -59,6 +59,10 @@ pub enum Command {
     /// Benchmark: burn's GRU and LSTM cells against the stacked cells (all time steps' input
     /// projections in one matmul, as cuDNN runs them), a forward and backward pass on this GPU.
     BenchCells,
+    /// Benchmark for a real GPU, in one call: burn's best matmul FLOP/s on this device in f32
+    /// and f16 (the limit), then ms a step, tokens a second and model FLOP/s as a share of
+    /// that limit for gpt2-small, a TinyLlama LoRA step and sort-mixtral.
+    BenchGpu(BenchGpuArgs),
     /// The figures README.md and docs/ print that the code computes (plans, parameter counts,
     /// estimates, counts of claims), recomputed beside what the pages say; with --check, exits
     /// 1 naming each figure that differs.
@@ -91,6 +95,23 @@ pub struct BenchAttentionArgs {
     /// Only the timed steps on this machine's GPU.
     #[arg(long)]
     pub steps: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchGpuArgs {
+    /// Small shapes and few steps (a minute on lavapipe): that the benchmark runs, not what a
+    /// GPU can do.
+    #[arg(long)]
+    pub smoke: bool,
+    /// Print the results as JSON on stdout (progress stays on stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Steps each model runs (the first two, which compile kernels, are not timed).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(3..=1000))]
+    pub steps: u64,
+    /// Stop a model's steps once they have taken this long (after its third step at least).
+    #[arg(long, value_name = "SECONDS", default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub seconds: u64,
 }
 
 #[derive(Args, Debug)]

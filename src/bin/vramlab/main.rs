@@ -6,6 +6,7 @@ mod bench;
 mod bench_analytic;
 mod bench_attention;
 mod bench_cells;
+mod bench_gpu;
 mod claims;
 mod docs_check;
 mod exit;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
             bench_attention::run(args.plans || both, args.steps || both)
         }
         Some(Command::BenchCells) => bench_cells::run(),
+        Some(Command::BenchGpu(args)) => bench_gpu::run(&args),
         Some(Command::Claims(args)) => claims_report(&args),
         Some(Command::Docs(args)) => docs_check::run(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args),
@@ -100,6 +102,24 @@ fn exit_code(err: &anyhow::Error) -> u8 {
     } else {
         exit::FAILURE
     }
+}
+
+/// `engine::train` with the bar told before a step that ends with an evaluation (a language
+/// model's can take longer than its steps).
+fn train_showing_progress(
+    config: engine::RunConfig,
+    gpu: &engine::Gpu,
+    progress: &progress::Progress,
+) -> Result<engine::Timeline, EngineError> {
+    let mut run = engine::Run::new(config, gpu)?;
+    while !run.is_finished() {
+        if let Some(samples) = run.evaluation_after_next_step() {
+            progress.evaluating_after(run.steps_done() + 1, samples);
+        }
+        let outcome = pollster::block_on(run.step())?;
+        progress.update(&outcome);
+    }
+    pollster::block_on(run.finish())
 }
 
 /// Runs go to the GPU, started with the config's pools; plans to the planning device.
@@ -230,9 +250,7 @@ fn train(command: &TrainCommand) -> anyhow::Result<()> {
     } else if *relay_live {
         live::relay::serve_parent(config, &gpu, &progress)
     } else {
-        pollster::block_on(engine::train(config, &gpu, |outcome| {
-            progress.update(outcome)
-        }))
+        train_showing_progress(config, &gpu, &progress)
     };
     progress.finish();
     let timeline = match timeline {

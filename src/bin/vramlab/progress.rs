@@ -36,7 +36,18 @@ impl Progress {
             mib(in_use),
             mib(peak)
         ));
+        self.bar.disable_steady_tick();
         self.bar.inc(1);
+    }
+
+    /// The next step ends with an evaluation of `samples` test samples: the bar says so and
+    /// keeps ticking while it runs.
+    pub fn evaluating_after(&self, step: usize, samples: usize) {
+        self.bar.set_message(format!(
+            "step {step}, then evaluating {samples} test samples"
+        ));
+        self.bar
+            .enable_steady_tick(std::time::Duration::from_millis(250));
     }
 
     pub fn finish(&self) {

@@ -65,7 +65,12 @@ pub fn print_table(summary: &Summary) {
         (
             "test accuracy".into(),
             summary.eval_accuracy.map_or("-".into(), |a| {
-                format!("{:.1}% (loss {})", a * 100.0, loss(summary.eval_loss))
+                format!(
+                    "{:.1}% (loss {}){}",
+                    a * 100.0,
+                    loss(summary.eval_loss),
+                    coverage(summary)
+                )
             }),
         ),
         (
@@ -147,6 +152,7 @@ pub fn print_table(summary: &Summary) {
             ),
         ),
     ];
+    rows.push(("wall time".into(), wall_time(summary)));
     rows.splice(1..1, table_rows(summary));
     if let Some(ms) = summary.completed_step_ms {
         rows.push((
@@ -188,6 +194,32 @@ pub fn print_table(summary: &Summary) {
     for (key, value) in rows {
         println!("{key:<width$}  {value}");
     }
+}
+
+/// ", on 8 of 1,024 test samples (...)" when an evaluation read part of the split.
+fn coverage(summary: &Summary) -> String {
+    match summary.eval_coverage {
+        Some(c) if c.samples < c.split_samples => format!(
+            ", on the first {} of {} test samples (--set eval_batches=0 reads them all)",
+            c.samples, c.split_samples
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The run's wall time by what it went to.
+fn wall_time(summary: &Summary) -> String {
+    let w = summary.wall;
+    let s = |ms: f64| format!("{:.1} s", ms / 1e3);
+    format!(
+        "set-up {} / first step {} (compiles most kernels) / later steps {} / evaluation {} / \
+         finish {}",
+        s(w.setup_ms),
+        s(w.first_step_ms),
+        s(w.later_steps_ms),
+        s(w.eval_ms),
+        s(w.finish_ms)
+    )
 }
 
 /// A run on a table: the file, the classes and each feature's standardisation.

@@ -76,6 +76,10 @@ pub struct RunConfig {
     pub steps: usize,
     /// Evaluate on the test split every this many steps (0: only once, at the end).
     pub eval_every: usize,
+    /// Batches of `eval_batch_size` each evaluation reads, from the start of the test split
+    /// (0: the whole split). A language model's split is thousands of sequences (the presets
+    /// hold out 1,024 of 2,048 tokens): evaluating it whole takes longer than short runs train.
+    pub eval_batches: usize,
     pub seed: u64,
     /// When to read the allocator: after every phase and at every kernel launch (exact per-phase
     /// picture, breaks fusion across phases) or once per step (cheap).
@@ -102,6 +106,7 @@ impl Default for RunConfig {
             eval_batch_size: 512,
             steps: 100,
             eval_every: 50,
+            eval_batches: 4,
             seed: 42,
             memory_sampling: MemorySampling::Phase,
             strategies: Strategies::default(),
@@ -848,6 +853,15 @@ impl RunConfig {
 
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).expect("a RunConfig always serializes")
+    }
+
+    /// Test samples an evaluation reads of a split of `test_len`: the first `eval_batches`
+    /// batches, or the whole split.
+    pub fn evaluated_samples(&self, test_len: usize) -> usize {
+        match self.eval_batches {
+            0 => test_len,
+            batches => test_len.min(batches.saturating_mul(self.eval_batch_size)),
+        }
     }
 
     /// Rows of a token model's embedding table: the model's stated vocabulary, or the data's

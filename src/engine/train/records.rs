@@ -105,6 +105,11 @@ pub struct EvalRecord {
     #[serde(deserialize_with = "nan_from_null")]
     pub accuracy: f32,
     pub ms: f64,
+    /// Test samples this evaluation read (`eval_batches` bounds them), of `split_samples`.
+    #[serde(default)]
+    pub samples: usize,
+    #[serde(default)]
+    pub split_samples: usize,
     /// Largest reading over the evaluation batches.
     pub memory: MemoryReading,
     /// The most the allocator held while evaluating.
@@ -141,6 +146,9 @@ pub struct Summary {
     /// Accuracy on the test split at the last evaluation (per token for sequence tasks).
     pub eval_accuracy: Option<f32>,
     pub eval_loss: Option<f32>,
+    /// The test samples the last evaluation read (`eval_batches`), of the split's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_coverage: Option<EvalCoverage>,
     /// Largest in-use reading over all sampled phases: a maximum of samples, not the
     /// high-water mark (temporaries between two readings are not seen).
     pub peak_in_use_bytes: u64,
@@ -177,6 +185,9 @@ pub struct Summary {
     #[serde(default)]
     pub completed_step_ms: Option<f64>,
     pub first_step_ms: f64,
+    /// Where the run's wall time went.
+    #[serde(default)]
+    pub wall: WallTime,
     pub memory_sampling: MemorySampling,
     pub peak_is: String,
     /// The strategies the run had on, as configured.
@@ -221,6 +232,30 @@ pub struct Summary {
     /// feature was standardised. `None` for the built-in sets.
     #[serde(default)]
     pub table: Option<TableSummary>,
+}
+
+/// How much of the test split an evaluation read.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EvalCoverage {
+    pub samples: usize,
+    pub split_samples: usize,
+}
+
+/// A run's wall time by what it was spent on, in milliseconds. Kernels compile when a shape
+/// first runs: mostly in the first step, some in the second (the optimizer's first update)
+/// and in the first evaluation; no figure here isolates them.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WallTime {
+    /// Generating the data, building and uploading the model, the strategies' set-up.
+    pub setup_ms: f64,
+    /// The first step: where most kernels compile.
+    pub first_step_ms: f64,
+    /// Every later step (the readings `memory_sampling` takes included).
+    pub later_steps_ms: f64,
+    /// Every evaluation of the test split.
+    pub eval_ms: f64,
+    /// The end: losses still pending read back, and the probes the summary needs.
+    pub finish_ms: f64,
 }
 
 /// Bytes an op left alive for backward.
@@ -342,6 +377,10 @@ impl Summary {
             final_loss: figures.final_loss,
             eval_accuracy: last_eval.map(|e| e.accuracy),
             eval_loss: last_eval.map(|e| e.loss),
+            eval_coverage: last_eval.map(|e| EvalCoverage {
+                samples: e.samples,
+                split_samples: e.split_samples,
+            }),
             peak_in_use_bytes: peak.in_use_bytes,
             high_water_in_use_bytes: high_water.in_use_bytes,
             high_water_reserved_bytes: high_water.reserved_bytes,
@@ -369,6 +408,13 @@ impl Summary {
             median_step_ms: median(figures.later_ms.iter().copied()),
             completed_step_ms: measured.completed_step_ms,
             first_step_ms: figures.first_step_ms,
+            // Set by the run, which timed its set-up and its end.
+            wall: WallTime {
+                first_step_ms: figures.first_step_ms,
+                later_steps_ms: figures.later_ms.iter().sum(),
+                eval_ms: evals.iter().map(|eval| eval.ms).sum(),
+                ..WallTime::default()
+            },
             memory_sampling: config.memory_sampling,
             peak_is: match config.memory_sampling {
                 MemorySampling::Phase => "largest allocator reading after each phase of each step",
@@ -483,6 +529,8 @@ mod tests {
             loss: f32::NAN,
             accuracy: 0.5,
             ms: 1.0,
+            samples: 8,
+            split_samples: 1024,
             memory: MemoryReading::default(),
             high_water: HighWater::default(),
             categories: None,

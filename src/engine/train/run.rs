@@ -67,6 +67,8 @@ pub struct Run {
     evals: Vec<EvalRecord>,
     latest_loss: Option<f32>,
     pace: Pace,
+    /// Wall time `new` or `plan` took: data, model, upload, the strategies' set-up.
+    setup_ms: f64,
     /// A mixture of experts' routing and each token's experts; `None` for a dense model.
     routing: Option<(Routing, usize)>,
     /// Held for a plan's whole life: every launch is compiled and dropped, pages are carved
@@ -94,6 +96,16 @@ impl Run {
     /// The model's parameters, those that train and LoRA's, counted when it was built.
     pub fn param_counts(&self) -> ParamCounts {
         self.ctx.hooks.report().params.unwrap_or_default()
+    }
+
+    /// The test samples the next step's evaluation will read, when that step ends with one:
+    /// a front can say so before the wait.
+    pub fn evaluation_after_next_step(&self) -> Option<usize> {
+        let config = &self.ctx.config;
+        let next = self.steps_done() + 1;
+        let due = next == config.steps
+            || (config.eval_every > 0 && next.is_multiple_of(config.eval_every));
+        (due && next <= config.steps).then(|| config.evaluated_samples(self.ctx.data.test.len))
     }
 
     pub fn steps_done(&self) -> usize {
@@ -204,6 +216,7 @@ impl Run {
 
         let config = &self.ctx.config;
         let last = step == config.steps;
+        // The rule `evaluation_after_next_step` tells fronts.
         let eval_due = last || (config.eval_every > 0 && step.is_multiple_of(config.eval_every));
         let read_back = eval_due || self.trainer.pending_losses() >= LOSS_READBACK_EVERY;
         if read_back {

@@ -42,6 +42,8 @@ impl Run {
             loss: done.loss,
             accuracy: done.accuracy,
             ms: started.elapsed().as_secs_f64() * 1e3,
+            samples: self.ctx.config.evaluated_samples(self.ctx.data.test.len),
+            split_samples: self.ctx.data.test.len,
             memory: done.memory,
             high_water,
             categories,

@@ -1,6 +1,8 @@
 //! The end of a run: the last losses read back, the probes that need the trained model, and the
 //! summary and timeline built from the records.
 
+use web_time::Instant;
+
 use crate::engine::error::EngineError;
 use crate::engine::memory::sampler;
 use crate::engine::train::records::{Measured, Summary, Timeline};
@@ -11,6 +13,7 @@ use super::Run;
 impl Run {
     /// Read back any losses still pending and derive the summary.
     pub async fn finish(mut self) -> Result<Timeline, EngineError> {
+        let started = Instant::now();
         self.read_back_losses().await?;
         self.fold_through(self.steps_done());
         let activation_layers_in_use = self.trainer.probe_activations(&mut self.ctx).await?;
@@ -42,6 +45,8 @@ impl Run {
             },
         );
         summary.table = data.table_summary(&config.data);
+        summary.wall.setup_ms = self.setup_ms;
+        summary.wall.finish_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(Timeline {
             summary,
             predicted_layers: self.prediction.layers,

@@ -2,6 +2,7 @@
 //! what set-up left in use measured; or the same under a dry run, for a plan.
 
 use burn::cubecl::dry_run::DryRun;
+use web_time::Instant;
 
 use crate::engine::config::RunConfig;
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
@@ -26,6 +27,7 @@ use super::Run;
 impl Run {
     /// Validate the config, build data and model, and start from the device's baseline memory.
     pub fn new(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
+        let started = Instant::now();
         config.validate()?;
         bindable(&config, &gpu.adapter)?;
         let data =
@@ -35,8 +37,10 @@ impl Run {
             })?;
         // After any plan another thread has open: its dry run would drop this run's launches.
         let turn = take_turn(Launches::Executed);
-        Self::start(config.clone(), gpu, data, (turn, None))
-            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Run))
+        let mut run = Self::start(config.clone(), gpu, data, (turn, None))
+            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Run))?;
+        run.setup_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(run)
     }
 
     /// The same run under a dry run: every launch compiled and dropped, every allocation
@@ -44,6 +48,7 @@ impl Run {
     /// allocator reports is what it would hold; losses and accuracies are meaningless and
     /// nothing read back steers the run. Its test split is two evaluation batches at most.
     pub fn plan(config: RunConfig, gpu: &Gpu) -> Result<Self, EngineError> {
+        let started = Instant::now();
         config.validate_for(Purpose::Plan)?;
         let (train, test) = split_sizes(&config.data);
         // Up to two evaluation batches, each as large as a real run's largest (the test split
@@ -55,14 +60,18 @@ impl Run {
         let data = Dataset::shapes(
             &config.data,
             train.max(config.batch_size),
-            test.min(2 * config.eval_batch_size),
+            config
+                .evaluated_samples(test)
+                .min(2 * config.eval_batch_size),
         );
         // The dry run opens once no other thread's run is open: it drops every launch in the
         // process.
         let turn = take_turn(Launches::Dropped);
         let dry_run = DryRun::new();
-        Self::start(config.clone(), gpu, data, (turn, Some(dry_run)))
-            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Plan))
+        let mut run = Self::start(config.clone(), gpu, data, (turn, Some(dry_run)))
+            .map_err(|err| suggest::explain(err, None, &config, gpu, Purpose::Plan))?;
+        run.setup_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(run)
     }
 
     fn start(
@@ -120,6 +129,7 @@ impl Run {
             evals: Vec::new(),
             latest_loss: None,
             pace: Pace::default(),
+            setup_ms: 0.0,
             routing,
             ctx: Context {
                 config,

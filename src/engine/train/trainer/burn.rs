@@ -207,9 +207,10 @@ impl BurnTrainer {
         let mut first_batch = None;
         let mut loss_sum: Option<Tensor<1>> = None;
         let mut correct: Option<Tensor<1, Int>> = None;
+        let evaluated = config.evaluated_samples(split.len);
         let mut start = 0;
-        while start < split.len {
-            let len = config.eval_batch_size.min(split.len - start);
+        while start < evaluated {
+            let len = config.eval_batch_size.min(evaluated - start);
             let before = (start == 0).then(|| meter.peek(Phase::Eval)).transpose()?;
             let Batch {
                 inputs, targets, ..
@@ -249,8 +250,8 @@ impl BurnTrainer {
                 first_batch,
             });
         }
-        let total = (split.len * per_sample) as f32;
-        let scored = (split.len * (per_sample - data.scored_from)) as f32;
+        let total = (evaluated * per_sample) as f32;
+        let scored = (evaluated * (per_sample - data.scored_from)) as f32;
         let loss_sum =
             read_floats(loss_sum.expect("the test split is never empty"), "eval").await?[0];
         let hits = correct

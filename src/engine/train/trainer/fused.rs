@@ -141,9 +141,10 @@ impl FusedTrainer {
         let mut memory = MemoryReading::default();
         let mut loss_sum = 0.0;
         let mut hits = 0;
+        let evaluated = ctx.config.evaluated_samples(split.len);
         let mut start = 0;
-        while start < split.len {
-            let len = ctx.config.eval_batch_size.min(split.len - start);
+        while start < evaluated {
+            let len = ctx.config.eval_batch_size.min(evaluated - start);
             let indices: Vec<usize> = (start..start + len).collect();
             let input = fused.upload(&host_floats(split, &indices));
             let first = start == 0;
@@ -165,7 +166,7 @@ impl FusedTrainer {
             hits += right;
             start += len;
         }
-        let total = split.len as f64;
+        let total = evaluated as f64;
         Ok(Evaluation {
             loss: (loss_sum / total) as f32,
             accuracy: (hits as f64 / total) as f32,
