@@ -185,6 +185,7 @@ pub fn TrainingPanel(editor: Editor, adapter: RwSignal<Option<AdapterInfo>>) -> 
             {control(editor, entry("budget"), no_f16)}
             {field(editor, "steps", "steps", "optimizer steps")}
             {field(editor, "evaluate every", "eval_every", "steps between evaluations (0: only at the end)")}
+            {field(editor, "evaluation batches", "eval_batches", "batches of the test split each evaluation reads (0: all of it)")}
         </section>
     }
 }
