@@ -259,7 +259,7 @@ const LAYERS: &[&[&str]] = &[
     &["presets", "hf_config"],
     // What a model is built from: vramlab's autodiff ops, burn modules, the fused WGSL step.
     &["ops", "models", "fused"],
-    &["memory"],
+    &["memory", "flops"],
     &["strategies", "validate"],
     &["families"],
     &["suggest"],

@@ -274,6 +274,7 @@ fn thinning_a_long_runs_records_changes_no_figure_of_its_summary() {
         median_step_ms: 0.0,
         first_step_ms: 0.0,
         completed_step_ms: None,
+        wall: Default::default(),
         ..summary.clone()
     };
     assert_eq!(comparable(summary), comparable(&whole.summary));
