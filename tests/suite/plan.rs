@@ -468,3 +468,38 @@ fn gpt2_small_plans_whole_on_the_planning_device() {
     // Weights, gradients, Adam's moments and the logits are alive at once in the backward pass.
     assert!(planned.high_water_in_use_by_phase[&Phase::Backward] > 4 * 4 * planned.params + logits);
 }
+
+/// LoRA over an f16 base keeps its factors in f32 by default, as PEFT does: planned and run to
+/// the byte, and against `adapter_dtype = base` (16-bit factors) exactly two more bytes a
+/// factor value stored, two more a gradient value and four more of AdamW's state.
+#[test]
+fn lora_over_an_f16_base_keeps_f32_adapters_unless_asked_and_plans_exactly() {
+    let lora = [
+        "strategies.trainable=lora",
+        "strategies.weight_dtype=f16",
+        "optimizer=adamw",
+    ];
+    each_plans_exactly(&[("sort-llama", &lora)], 32);
+    let planner = vramlab::engine::device::planner().expect("the planning device");
+    let planned = |sets: &[&str]| {
+        let mut config = config("sort-llama", sets);
+        config.steps = 2;
+        pollster::block_on(plan::plan(&config, &planner, |_| {})).expect("a plan")
+    };
+    let f32_adapters = planned(&lora);
+    let mut base = lora.to_vec();
+    base.push("strategies.adapter_dtype=base");
+    let f16_adapters = planned(&base);
+    let adapters = f32_adapters.adapter_params;
+    assert!(adapters > 0 && adapters == f16_adapters.adapter_params);
+    let (wide, narrow) = (
+        f32_adapters.category_sizes.expect("categories"),
+        f16_adapters.category_sizes.expect("categories"),
+    );
+    assert_eq!(
+        f32_adapters.weight_bytes - f16_adapters.weight_bytes,
+        2 * adapters
+    );
+    assert_eq!(wide.gradient - narrow.gradient, 2 * adapters);
+    assert_eq!(wide.optimizer_state - narrow.optimizer_state, 4 * adapters);
+}

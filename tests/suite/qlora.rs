@@ -396,6 +396,19 @@ fn a_quantized_base_refuses_what_it_cannot_run_with_naming_the_field() {
         );
         assert!(message.contains(text), "{sets:?}: {text:?} in {message:?}");
     }
+    // 16-bit factors beside a quantized base trained to NaN: refused by the adapters' field.
+    let err = apply_overrides(
+        preset("sort-llama").unwrap(),
+        [
+            "strategies.weight_dtype=q4",
+            "strategies.trainable=lora",
+            "strategies.adapter_dtype=base",
+        ],
+    )
+    .and_then(|config| config.validate())
+    .expect_err("16-bit factors over q4");
+    assert_eq!(err.field(), Some("strategies.adapter_dtype"), "{err}");
+    assert!(err.to_string().contains("Use adapter_dtype = f32"), "{err}");
     for ok in ["lora", "head"] {
         let set = format!("strategies.trainable={ok}");
         config("sort-llama", &["strategies.weight_dtype=q4", &set]);

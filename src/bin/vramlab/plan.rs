@@ -190,8 +190,15 @@ fn print_header(plan: &Plan) {
         (_, MixedPrecision::F16Unscaled) => "all in f16",
         _ => "f32",
     };
+    // LoRA's factors beside 16-bit weights: f32 by default (PEFT's), or the base's type.
+    let adapters = match (s.trainable, precision) {
+        (Trainable::Lora, "f32" | "f16 compute on f32 weights") => "",
+        (Trainable::Lora, _) if s.adapters_in_f32() => ", adapters in f32",
+        (Trainable::Lora, _) => ", adapters in f16 (adapter_dtype = base)",
+        _ => "",
+    };
     println!(
-        "  recipe: batch {}{tokens}, {} on {trains}, {precision}{attention}, loss {}, \
+        "  recipe: batch {}{tokens}, {} on {trains}, {precision}{adapters}{attention}, loss {}, \
          checkpointing {}",
         config.batch_size,
         config.optimizer.name(),
@@ -212,8 +219,8 @@ fn print_header(plan: &Plan) {
             }
         );
     }
-    let eval_batches = split_sizes(&config.data)
-        .1
+    let eval_batches = config
+        .evaluated_samples(split_sizes(&config.data).1)
         .div_ceil(config.eval_batch_size.max(1))
         .min(2);
     println!(

@@ -564,9 +564,35 @@ pub struct Strategies {
     pub lora_rank: usize,
     /// LoRA: the adapters' scale is `lora_alpha / lora_rank`.
     pub lora_alpha: f64,
+    /// LoRA: the factors' type. `f32` whatever the base (PEFT's default,
+    /// `autocast_adapter_dtype=True`: factors, their gradients and optimizer state 4 bytes a
+    /// value, cast to the activations' type where they meet them), or `base`: the base's own
+    /// float type (16-bit factors over an f16 base). A quantized base's factors are always f32.
+    pub adapter_dtype: AdapterDtype,
     /// What each of `gpus` GPUs keeps a shard of: nothing (each holds the whole run), or
     /// parameters, gradients and optimizer state (`full`: FSDP's FULL_SHARD, ZeRO-3).
     pub sharding: Sharding,
+}
+
+/// The type of LoRA's factors (see [`Strategies::adapter_dtype`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AdapterDtype {
+    #[default]
+    F32,
+    /// The base's float type.
+    Base,
+}
+
+impl AdapterDtype {
+    pub const NAMES: &'static [&'static str] = &["f32", "base"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::Base => "base",
+        }
+    }
 }
 
 /// What a run spread over several GPUs shards across them (see [`Strategies::sharding`]).
@@ -659,6 +685,12 @@ impl OpPath {
 impl Strategies {
     /// The precision the run trains in: `weight_dtype` = `f16` is `model.half()`, which is what
     /// `mixed_precision` = `f16_unscaled` does.
+    /// Whether LoRA's factors are f32 whatever the base's type: by default, and always beside
+    /// a quantized base (an f16 factor there trained to NaN on its first step).
+    pub fn adapters_in_f32(&self) -> bool {
+        self.adapter_dtype == AdapterDtype::F32 || self.weight_dtype.is_quantized_base()
+    }
+
     pub fn training_precision(&self) -> MixedPrecision {
         match self.weight_dtype {
             // A quantized base keeps everything it does not quantize in f16, as QLoRA does.
@@ -737,6 +769,7 @@ impl Default for Strategies {
             trainable: Trainable::All,
             lora_rank: 8,
             lora_alpha: 16.0,
+            adapter_dtype: AdapterDtype::F32,
             sharding: Sharding::None,
         }
     }

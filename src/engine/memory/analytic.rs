@@ -252,13 +252,17 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     let trained = Trained::of(config, &layers);
     let quantized = QuantizedBody::of(config, &layers);
-    // What trains beside a quantized base is LoRA's f32 adapters or the f16 head.
-    let trained_bytes = match (&quantized, config.strategies.trainable) {
-        (Some(_), Trainable::Lora) => F32,
-        _ => weight_bytes,
+    // LoRA's factors are f32 by default (and always beside a quantized base); a head trains in
+    // the weights' type.
+    let lora = config.strategies.trainable == Trainable::Lora;
+    let adapter_bytes = if config.strategies.adapters_in_f32() {
+        F32
+    } else {
+        weight_bytes
     };
+    let trained_bytes = if lora { adapter_bytes } else { weight_bytes };
     let params = match &quantized {
-        None => (param_count + trained.adapters) * weight_bytes,
+        None => param_count * weight_bytes + trained.adapters * adapter_bytes,
         Some(body) => {
             body.bytes + (param_count - body.values) * weight_bytes + trained.adapters * F32
         }
@@ -292,9 +296,9 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     };
     // LoRA's `x A` of every adapted matrix.
     kept_by_blocks(trained.low_rank_per_sample * micro * F32);
-    // f32 adapters beside a quantized base are cast to the f16 activations for their products,
+    // f32 adapters beside 16-bit weights are cast to the f16 activations for their products,
     // and those copies are kept for backward (`models::dense`).
-    if quantized.is_some() {
+    if adapter_bytes != weight_bytes {
         kept_by_blocks(trained.adapters * weight_bytes);
     }
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;
@@ -310,6 +314,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let batch_for = |n: u64| n * width as u64 * input_bytes + n * per_sample as u64 * INT;
     let batch = batch_for(micro);
     let (train_len, test_len) = split_sizes(&config.data);
+    // What an evaluation reads of the split (`eval_batches`).
+    let test_len = config.evaluated_samples(test_len);
     let resident_data = match config.strategies.data_residency {
         DataResidency::Host => 0,
         DataResidency::Device => batch_for(train_len as u64),

@@ -574,6 +574,9 @@ pub const CATALOG: &[Entry] = &[
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),
     entry("strategies.lora_alpha", "LoRA alpha", &[],
         "the adapters' output is scaled by alpha / r", &[]),
+    entry("strategies.adapter_dtype", "LoRA adapters' type", &["f32", "base"],
+        "f32: the factors, their gradients and optimizer state in f32 over any base (PEFT's \
+         default); base: in the base's float type (16-bit over f16)", &[]),
     entry("optimizer", "optimizer",
         &["sgd", "momentum", "adam", "adamw", "adamw8bit", "adafactor", "lion"],
         "state per weight: sgd none, momentum and lion one, adam and adamw two, adamw8bit two in \

@@ -60,15 +60,18 @@ pub struct ShardedRun {
 }
 
 impl ShardedRun {
-    /// Bytes each GPU sends, and as many it receives, in one training pass of `value_bytes`
-    /// parameters, computed (not measured) for ring collectives, which move (N - 1) / N of a
-    /// collective's full size through each GPU: the all-gather of every parameter in forward,
+    /// Bytes each GPU sends, and as many it receives, in one training pass of weights of
+    /// `weight_bytes` a value and trained values (LoRA's factors, or the weights) of
+    /// `trained_bytes`, computed (not measured) for ring collectives, which move (N - 1) / N of
+    /// a collective's full size through each GPU: the all-gather of every parameter in forward,
     /// of every block's again for backward (the root's stay gathered), and the reduce-scatter
     /// of every trained one's gradient.
-    pub fn traffic_bytes(&self, value_bytes: u64) -> u64 {
-        let gathered = 2 * (self.model_values + self.adapter_values) - self.root_values;
-        let moved = gathered + self.trained_values;
-        moved * value_bytes * (self.gpus as u64 - 1) / self.gpus as u64
+    pub fn traffic_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
+        let weights = (2 * self.model_values - self.root_values) * weight_bytes;
+        // Adapters sit on the blocks' matrices: gathered for forward and again for backward.
+        let adapters = 2 * self.adapter_values * trained_bytes;
+        let reduced = self.trained_values * trained_bytes;
+        (weights + adapters + reduced) * (self.gpus as u64 - 1) / self.gpus as u64
     }
 }
 

@@ -7,19 +7,22 @@
 //! - `lora`: burn's `apply_lora` freezes every base parameter and gives each weight matrix of
 //!   the body (`Model::parts`) two trainable factors `A` (`[d_in, rank]`) and `B` (`[rank,
 //!   d_out]`, zeros), scaled by `lora_alpha / lora_rank`. The bases keep the precision
-//!   `weight_dtype` gives them, and the factors follow a float base's (f32 or f16); in a run
-//!   over a quantized base (`q4`, `q8`) every factor is f32, as QLoRA's are: beside the
-//!   quantized matrices (burn's default type), and beside the few it could not tile, which stay
-//!   16-bit (an f16 factor there trained to NaN on its first step: Adam's epsilon is 0 in f16,
-//!   and a factor whose gradient is 0, `A` while `B` is zeros, divides 0 by 0). The models' dense
-//!   layers compute `x W + s (x A) B` (`models::dense`), as PEFT's LoRA layers do.
+//!   `weight_dtype` gives them, and the factors are f32 (`adapter_dtype = f32`, the default):
+//!   PEFT keeps adapters in f32 over a 16-bit base (`autocast_adapter_dtype=True`), so their
+//!   gradients and optimizer state are 4 bytes a value; `adapter_dtype = base` gives them a
+//!   float base's own type (16-bit over f16). Over a quantized base (`q4`, `q8`) every factor
+//!   is f32, as QLoRA's are: beside the few matrices it could not tile, which stay 16-bit, an
+//!   f16 factor trained to NaN on its first step (Adam's epsilon is 0 in f16, and a factor whose
+//!   gradient is 0, `A` while `B` is zeros, divides 0 by 0). The models' dense layers compute
+//!   `x W + s (x A) B` (`models::dense`), as PEFT's LoRA layers do, the factors cast to the
+//!   activations' type for their products.
 //!
 //! What it reports: the parameters in all, those that train, and the adapters'.
 
 use burn::module::{Lora, Module, ModuleMapper, Param};
 use burn::tensor::{DType, FloatDType, Tensor};
 
-use crate::engine::config::{RunConfig, Trainable as Mode, WeightDtype, limits};
+use crate::engine::config::{AdapterDtype, RunConfig, Trainable as Mode, WeightDtype, limits};
 use crate::engine::error::ConfigError;
 use crate::engine::models::{AdapterDepth, Model};
 
@@ -43,7 +46,7 @@ pub struct Trainable {
     mode: Mode,
     rank: usize,
     alpha: f64,
-    /// A quantized base's run: every adapter factor in f32.
+    /// Every adapter factor in f32 (`adapter_dtype`, and always beside a quantized base).
     f32_adapters: bool,
     counts: Option<ParamCounts>,
 }
@@ -55,7 +58,7 @@ impl Trainable {
             mode: s.trainable,
             rank: s.lora_rank,
             alpha: s.lora_alpha,
-            f32_adapters: matches!(s.weight_dtype, WeightDtype::Q4 | WeightDtype::Q8),
+            f32_adapters: s.adapters_in_f32(),
             counts: None,
         }
     }
@@ -127,6 +130,17 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     }
     if s.trainable != Mode::Lora {
         return Ok(());
+    }
+    if s.adapter_dtype == AdapterDtype::Base && s.weight_dtype.is_quantized_base() {
+        return Err(ConfigError::invalid(
+            "strategies.adapter_dtype",
+            format!(
+                "a {} base keeps LoRA's factors in f32, as QLoRA does: beside its 16-bit \
+                 matrices an f16 factor trained to NaN on its first step (Adam's epsilon is 0 \
+                 in f16). Use adapter_dtype = f32, or weight_dtype = f16 for 16-bit factors",
+                s.weight_dtype.name()
+            ),
+        ));
     }
     let (lo, hi) = limits::LORA_RANK;
     if !(lo..=hi).contains(&s.lora_rank) {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Seconds and peak process memory of a plan of each published config in tests/data/hf, as issue
+# 59 sizes them: 1 x 4,096 tokens, LoRA rank 16, per-layer checkpointing (GPT-2 at its 1,024
+# positions), one at a time, nothing else running. A config past the time limit is named, not
+# waited for.
+#   bash tests/bench/plan-times.sh [VRAMLAB_BINARY] [SECONDS_EACH]
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+vramlab="${1:-${CARGO_TARGET_DIR:-$here/target}/release/vramlab}"
+limit="${2:-900}"
+printf '%-32s %10s %12s  %s\n' config seconds "peak RSS" "plan's high-water in use"
+for file in "$here"/tests/data/hf/*.json; do
+  name=$(basename "$file" .json)
+  seq=4096
+  [ "$name" = gpt2 ] && seq=1024
+  out=$(mktemp)
+  /usr/bin/time -f '%e %M' -o "$out.time" timeout "$limit" "$vramlab" plan --hf-config "$file" \
+    --set data.seq_len=$seq --set batch_size=1 --set eval_batch_size=1 \
+    --set strategies.trainable=lora --set strategies.lora_rank=16 \
+    --set strategies.checkpointing=layers --json >"$out" 2>/dev/null
+  rc=$?
+  read -r seconds kib < <(tail -1 "$out.time")
+  if [ $rc -eq 0 ]; then
+    mark=$(python3 -c "import json,sys; print(json.load(open('$out'))['high_water_in_use_bytes'])")
+  elif [ $rc -eq 124 ]; then
+    mark="not finished within $limit s"
+  else
+    mark="exit $rc"
+  fi
+  printf '%-32s %10s %9.0f MiB  %s\n' "$name" "$seconds" "$((kib / 1024))" "$mark"
+  rm -f "$out" "$out.time"
+done
