@@ -107,6 +107,42 @@ fn a_plan_of_a_mixture_of_experts_says_it_assumed_even_routing() {
     );
 }
 
+/// A config may send every token to every expert (`experts_per_token = experts`): it plans
+/// (each expert receives every token) and trains, where burn's top-k asks for fewer than all
+/// (the plan panicked).
+#[test]
+fn every_token_to_every_expert_plans_and_trains() {
+    let (_lock, gpu) = gpu();
+    let all = [
+        "model.experts_per_token=4",
+        "batch_size=16",
+        "steps=3",
+        "eval_every=0",
+    ];
+    let planner = planner().expect("the planning device");
+    let plan = pollster::block_on(vramlab::engine::plan::plan(
+        &config("sort-mixtral", &all),
+        &planner,
+        |_| {},
+    ))
+    .expect("planned");
+    let load = plan.expert_load.expect("the plan states its routing");
+    assert_eq!(
+        load.log[0],
+        vec![16 * 16; 4],
+        "every expert gets every token"
+    );
+    let timeline = run(&gpu, config("sort-mixtral", &all));
+    let measured = timeline.expert_load.expect("the run reports its routing");
+    assert_eq!(measured.log[0], vec![16 * 16; 4]);
+    assert!(
+        timeline
+            .steps
+            .iter()
+            .all(|s| s.loss.is_some_and(f32::is_finite))
+    );
+}
+
 /// Per-layer checkpointing makes a block one autodiff node of at most 2,048 parents; under LoRA
 /// a block of many experts tracks more. The check's count is the built block's own (one block,
 /// so the model's trained tensors are its adapters'), and past the node it is refused by name.

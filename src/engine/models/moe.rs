@@ -402,7 +402,17 @@ impl Experts {
         let tokens = batch * length;
         let rows = x.reshape([tokens, width]);
         let scores = softmax(dense(&self.router, rows.clone()).cast(DType::F32), 1);
-        let chosen = scores.clone().detach().argtopk(self.top_k, 1);
+        let experts = self.experts.len();
+        let chosen = if self.top_k < experts {
+            scores.clone().detach().argtopk(self.top_k, 1)
+        } else {
+            // Every token to every expert (`experts_per_token = experts`, which configs may
+            // state): burn's top-k asks for fewer than all, and the order of the chosen does
+            // not change the mixture.
+            Tensor::<1, Int>::arange(0..experts as i64, &rows.device())
+                .unsqueeze_dim::<2>(0)
+                .repeat_dim(0, tokens)
+        };
         let weights = scores.gather(1, chosen.clone());
         let weights = weights.clone() / weights.sum_dim(1);
         let dtype = rows.dtype();
