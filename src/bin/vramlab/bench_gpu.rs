@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use burn::tensor::{Distribution, FloatDType, Tensor};
 use serde::Serialize;
-use vramlab::engine::config::{MemorySampling, MixedPrecision, WeightDtype};
+use vramlab::engine::config::{MemorySampling, MixedPrecision};
 use vramlab::engine::format::mib;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
@@ -238,11 +238,9 @@ fn configs(smoke: bool) -> Vec<(&'static str, &'static str, Vec<&'static str>)> 
 
 /// The type a config's matmuls run in.
 fn compute_dtype(config: &RunConfig) -> &'static str {
-    let s = &config.strategies;
-    if s.weight_dtype == WeightDtype::F16 || s.mixed_precision != MixedPrecision::Off {
-        "f16"
-    } else {
-        "f32"
+    match config.strategies.training_precision() {
+        MixedPrecision::Off => "f32",
+        _ => "f16",
     }
 }
 

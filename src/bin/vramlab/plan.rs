@@ -191,10 +191,9 @@ fn print_header(plan: &Plan) {
         _ => "f32",
     };
     // LoRA's factors beside 16-bit weights: f32 by default (PEFT's), or the base's type.
-    let adapters = match (s.trainable, precision) {
-        (Trainable::Lora, "f32" | "f16 compute on f32 weights") => "",
-        (Trainable::Lora, _) if s.adapters_in_f32() => ", adapters in f32",
-        (Trainable::Lora, _) => ", adapters in f16 (adapter_dtype = base)",
+    let adapters = match (s.trainable, s.weight_value_bytes(), s.trained_value_bytes()) {
+        (Trainable::Lora, 2, 4) => ", adapters in f32",
+        (Trainable::Lora, 2, _) => ", adapters in f16 (adapter_dtype = base)",
         _ => "",
     };
     println!(

@@ -691,6 +691,26 @@ impl Strategies {
         self.adapter_dtype == AdapterDtype::F32 || self.weight_dtype.is_quantized_base()
     }
 
+    /// Bytes of a stored weight value: 2 where the weights are 16-bit (`weight_dtype` f16, a
+    /// quantized base's unquantized rest, pure f16), else 4 (f32, and f32 master weights under
+    /// mixed precision).
+    pub fn weight_value_bytes(&self) -> u64 {
+        match self.training_precision() {
+            MixedPrecision::F16Unscaled => 2,
+            _ => 4,
+        }
+    }
+
+    /// Bytes of a value that trains (its gradient and optimizer state follow): LoRA's factors'
+    /// type (`adapters_in_f32`), else the weights'.
+    pub fn trained_value_bytes(&self) -> u64 {
+        if self.trainable == Trainable::Lora && self.adapters_in_f32() {
+            4
+        } else {
+            self.weight_value_bytes()
+        }
+    }
+
     pub fn training_precision(&self) -> MixedPrecision {
         match self.weight_dtype {
             // A quantized base keeps everything it does not quantize in f16, as QLoRA does.

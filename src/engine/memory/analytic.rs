@@ -246,23 +246,14 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     let mut layers = layers_for(config, micro);
     let param_count: u64 = layers.iter().map(|l| l.params).sum();
     let precision = config.strategies.training_precision();
-    let weight_bytes = match precision {
-        MixedPrecision::F16Unscaled => 2,
-        _ => F32,
-    };
+    let weight_bytes = config.strategies.weight_value_bytes();
     let trained = Trained::of(config, &layers);
     let quantized = QuantizedBody::of(config, &layers);
     // LoRA's factors are f32 by default (and always beside a quantized base); a head trains in
-    // the weights' type.
-    let lora = config.strategies.trainable == Trainable::Lora;
-    let adapter_bytes = if config.strategies.adapters_in_f32() {
-        F32
-    } else {
-        weight_bytes
-    };
-    let trained_bytes = if lora { adapter_bytes } else { weight_bytes };
+    // the weights' type. Only LoRA has adapters, so they take `trained_bytes`.
+    let trained_bytes = config.strategies.trained_value_bytes();
     let params = match &quantized {
-        None => param_count * weight_bytes + trained.adapters * adapter_bytes,
+        None => param_count * weight_bytes + trained.adapters * trained_bytes,
         Some(body) => {
             body.bytes + (param_count - body.values) * weight_bytes + trained.adapters * F32
         }
@@ -298,7 +289,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     kept_by_blocks(trained.low_rank_per_sample * micro * F32);
     // f32 adapters beside 16-bit weights are cast to the f16 activations for their products,
     // and those copies are kept for backward (`models::dense`).
-    if adapter_bytes != weight_bytes {
+    if trained_bytes != weight_bytes {
         kept_by_blocks(trained.adapters * weight_bytes);
     }
     let logits_bytes = micro * (per_sample * classes) as u64 * F32;

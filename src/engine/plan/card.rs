@@ -5,7 +5,6 @@
 
 use std::fmt::Write;
 
-use crate::engine::config::{MixedPrecision, Trainable};
 use crate::engine::format::ByteFormat;
 use crate::engine::memory::Categories;
 
@@ -51,18 +50,9 @@ impl Plan {
         let gib = ByteFormat::MIB_OR_GIB;
         // Gathered and reduced in the weights' own type: f16 or f32 (f16 compute over f32
         // shards is refused under sharding).
-        let s = &self.config.strategies;
-        let weight_bytes = match s.training_precision() {
-            MixedPrecision::Off => 4,
-            _ => 2,
-        };
         // LoRA's factors are f32 over any base by default (`adapter_dtype`).
-        let trained_bytes = if s.trainable == Trainable::Lora && s.adapters_in_f32() {
-            4
-        } else {
-            weight_bytes
-        };
-        let traffic = sharded.traffic_bytes(weight_bytes, trained_bytes);
+        let s = &self.config.strategies;
+        let traffic = sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes());
         Some(format!(
             "One GPU's share of {gpus} ({mode} sharding, FSDP's {fsdp}): every figure is one \
              GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU sends \

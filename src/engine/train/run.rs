@@ -103,9 +103,14 @@ impl Run {
     pub fn evaluation_after_next_step(&self) -> Option<usize> {
         let config = &self.ctx.config;
         let next = self.steps_done() + 1;
-        let due = next == config.steps
-            || (config.eval_every > 0 && next.is_multiple_of(config.eval_every));
-        (due && next <= config.steps).then(|| config.evaluated_samples(self.ctx.data.test.len))
+        (next <= config.steps && self.evaluates_after(next))
+            .then(|| config.evaluated_samples(self.ctx.data.test.len))
+    }
+
+    /// Whether `step` ends with an evaluation: every `eval_every` steps, and at the last.
+    fn evaluates_after(&self, step: usize) -> bool {
+        let config = &self.ctx.config;
+        step == config.steps || (config.eval_every > 0 && step.is_multiple_of(config.eval_every))
     }
 
     pub fn steps_done(&self) -> usize {
@@ -214,10 +219,7 @@ impl Run {
         record.skipped = notes.skipped;
         self.steps.push(record);
 
-        let config = &self.ctx.config;
-        let last = step == config.steps;
-        // The rule `evaluation_after_next_step` tells fronts.
-        let eval_due = last || (config.eval_every > 0 && step.is_multiple_of(config.eval_every));
+        let eval_due = self.evaluates_after(step);
         let read_back = eval_due || self.trainer.pending_losses() >= LOSS_READBACK_EVERY;
         if read_back {
             self.read_back_losses().await?;
