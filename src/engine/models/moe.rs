@@ -172,12 +172,22 @@ impl Routing {
         let [tokens, top_k] = chosen.dims();
         // Read in every mode: the read is where the device's queued work is flushed, and a plan
         // must flush where the run does or fusion keeps other tensors alive (seen: an
-        // evaluation's high-water 160 KB apart). A dry run's read gives nothing to route by.
-        let read = chosen.into_data_async().await.ok().and_then(|data| {
-            data.try_cast_as::<i64>()
-                .ok()
-                .and_then(|data| data.try_into_vec::<i64>().ok())
-        });
+        // evaluation's high-water 160 KB apart). A dry run's read would give nothing to route
+        // by, and would cost the host the whole page `chosen` sits in (cubecl backs a page it
+        // carved lazily once it is read: an arena page the size of the largest activation,
+        // 2.5 GB a block for Qwen3-30B-A3B at 4,096 tokens); it flushes the queue as the read
+        // does instead.
+        let read = if burn::cubecl::dry_run::dry_run() {
+            // A failed flush is the run's to report at its next reading.
+            let _ = chosen.device().flush();
+            None
+        } else {
+            chosen.into_data_async().await.ok().and_then(|data| {
+                data.try_cast_as::<i64>()
+                    .ok()
+                    .and_then(|data| data.try_into_vec::<i64>().ok())
+            })
+        };
         let mut state = self.lock();
         let pass = state.log.len();
         let counted = |counts: &RoutedCounts| {
@@ -478,9 +488,17 @@ impl Dispatch {
             })
             .collect();
         let tokens: Vec<i64> = slots.iter().map(|&slot| slot / top_k as i64).collect();
+        // A dry run allocates the same tensors and writes nothing: a write, like a read (see
+        // `Routing::choose`), would back the lazily carved page it lands in with host memory,
+        // and these are past the small pool's 64 KiB, in an arena page the size of the
+        // largest activation. Nothing in a dry run reads them.
+        let dry_run = burn::cubecl::dry_run::dry_run();
         let upload = |values: Vec<i64>| {
             let len = values.len();
-            Tensor::<1, Int>::from_data(TensorData::new(values, [len]), device)
+            match dry_run {
+                true => Tensor::<1, Int>::empty([len], device),
+                false => Tensor::<1, Int>::from_data(TensorData::new(values, [len]), device),
+            }
         };
         Self {
             slots: upload(slots),
