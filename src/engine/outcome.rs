@@ -16,6 +16,8 @@ pub enum Site {
     ModelParameters,
     /// The training split, uploaded once (`data_residency` = `device`).
     ResidentData,
+    /// Data parallel's gradient buckets, allocated as DDP wraps the model.
+    GradientBuckets,
     BatchUpload,
     /// An activated layer's output (1-based), in training or evaluation.
     LayerOutput(usize),
@@ -33,6 +35,7 @@ impl fmt::Display for Site {
         match self {
             Self::ModelParameters => write!(f, "model parameters"),
             Self::ResidentData => write!(f, "training split resident on the device"),
+            Self::GradientBuckets => write!(f, "data parallel's gradient buckets"),
             Self::BatchUpload => write!(f, "batch upload"),
             Self::LayerOutput(layer) => write!(f, "layer {layer} output"),
             Self::LogitsAndLoss => write!(f, "logits and loss"),

@@ -121,6 +121,51 @@ fn a_sharded_plan_shrinks_what_is_sharded_and_one_gpu_is_the_unsharded_plan() {
     }
 }
 
+#[test]
+fn data_parallel_holds_the_whole_run_and_a_copy_of_its_gradients_in_ddps_buckets() {
+    // DDP with its defaults: every GPU holds the one-GPU run, and from set-up on the flat
+    // buckets its trained gradients are copied into, all-reduced and copied back out of (25 MB
+    // each, the first 1 MiB). Per-layer checkpointing as the sharded plans take it; the AdamW
+    // foreach temporary (the trained parameters' size) rises over the step.
+    let (_lock, _) = gpu();
+    let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
+    let whole = planned(&sharded(1, "none"));
+    let trained_bytes = whole.trainable_params * 4;
+    for gpus in [2, 8] {
+        let plan = planned(&sharded(gpus, "none"));
+        let run = plan
+            .sharded
+            .expect("a data-parallel plan says what it holds");
+        assert_eq!(
+            (run.gpus, run.trained_values),
+            (gpus, whole.trainable_params)
+        );
+        assert_eq!(
+            run.shard_values, whole.params,
+            "every GPU holds every value"
+        );
+        let (now, was) = (sizes(&plan), sizes(&whole));
+        assert_eq!(
+            (now.parameter, now.optimizer_state, now.input),
+            (was.parameter, was.optimizer_state, was.input),
+            "{gpus} GPUs: what is not a gradient is the one-GPU run's"
+        );
+        // The buckets as the allocator counted them: the trained gradients' bytes, a little
+        // alignment on top of each bucket.
+        let buckets = now.gradient - was.gradient;
+        assert!(
+            (trained_bytes..trained_bytes + 4096).contains(&buckets),
+            "{gpus} GPUs: buckets {buckets} for {trained_bytes} bytes of trained gradients"
+        );
+        assert!(
+            plan.high_water_in_use_bytes >= whole.high_water_in_use_bytes + buckets,
+            "{gpus} GPUs: {} for the one-GPU {} and buckets of {buckets}",
+            plan.high_water_in_use_bytes,
+            whole.high_water_in_use_bytes
+        );
+    }
+}
+
 /// Issue 55's reference: PyTorch 2.15's FSDPMemTracker (fake process group of 8 ranks,
 /// `fully_shard` on each block and then the root, fp32, AdamW foreach, SDPA, every block
 /// checkpointed, 1 x 2,048 tokens a rank, steady second step) measured 17,425 MiB a rank
@@ -299,8 +344,18 @@ fn what_sharding_cannot_plan_is_refused_by_name() {
         ),
         (
             "sort-llama",
-            &["strategies.sharding=none"],
-            "strategies.sharding",
+            &["strategies.sharding=none", "optimizer=sgd"],
+            "optimizer",
+            "data parallel",
+        ),
+        (
+            "spiral-mlp",
+            &[
+                "strategies.sharding=none",
+                "strategies.checkpointing=none",
+                "strategies.kernels=fused",
+            ],
+            "strategies.kernels",
             "data parallel",
         ),
         (

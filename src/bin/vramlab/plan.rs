@@ -204,7 +204,15 @@ fn print_header(plan: &Plan) {
         s.cross_entropy.name(),
         s.checkpointing.name()
     );
-    if let Some(sharded) = &plan.sharded {
+    if let Some(sharded) = plan.sharded.filter(|run| run.mode == Sharding::None) {
+        println!(
+            "  data parallel: one GPU of {} (DDP with its defaults: bucket_cap_mb 25, a first \
+             bucket of 1 MiB, gradient_as_bucket_view off, so the buckets are a second copy of \
+             the trained gradients, kept from set-up on; AdamW's foreach step): every figure \
+             below is this GPU's",
+            sharded.gpus
+        );
+    } else if let Some(sharded) = &plan.sharded {
         println!(
             "  sharding: one GPU's share of {}, {} (FSDP2's {}: fully_shard on each block, then \
              on the model; {}; AdamW's foreach step): every figure below is this GPU's",
@@ -247,13 +255,16 @@ fn describe_model(config: &RunConfig) -> String {
 
 fn print_parameters(plan: &Plan) {
     let s = &plan.config.strategies;
-    let shard = plan.sharded.map_or(String::new(), |sharded| {
-        format!(
-            ", this GPU's shard: {} values, padded to {} GPUs",
-            grouped(sharded.shard_values),
-            sharded.gpus
-        )
-    });
+    let shard = plan
+        .sharded
+        .map_or(String::new(), |sharded| match sharded.mode {
+            Sharding::None => format!(", all of them on each of {} GPUs", sharded.gpus),
+            _ => format!(
+                ", this GPU's shard: {} values, padded to {} GPUs",
+                grouped(sharded.shard_values),
+                sharded.gpus
+            ),
+        });
     println!(
         "parameters {:>15}   {} as stored ({}{shard})",
         grouped(plan.params),
@@ -361,7 +372,8 @@ fn print_memory(plan: &Plan) {
                     ByteFormat::MIB_OR_GIB.of(own.values()[i])
                 },
                 cell(estimate[i]),
-                plan.sharded.map_or("", |_| with_more_gpus(name))
+                plan.sharded
+                    .map_or("", |run| with_more_gpus(run.mode, name))
             );
         }
         println!(
@@ -399,7 +411,14 @@ fn print_memory(plan: &Plan) {
 }
 
 /// Whether a category shrinks as a sharded run spreads over more GPUs.
-fn with_more_gpus(category: &str) -> &'static str {
+fn with_more_gpus(mode: Sharding, category: &str) -> &'static str {
+    if mode == Sharding::None {
+        return match category {
+            "gradient" => "   with the buckets: stays",
+            "input" | "activation" => "   this GPU's batch: stays",
+            _ => "   whole on every GPU: stays",
+        };
+    }
     match category {
         "parameter" | "optimizer_state" | "gradient" => "   a shard: 1/N",
         "input" => "   this GPU's batch: stays",

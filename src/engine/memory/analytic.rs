@@ -422,6 +422,9 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         leak_per_step,
         layers,
     };
+    if config.strategies.sharding == Sharding::None && config.gpus > 1 {
+        data_parallel(&mut prediction);
+    }
     if config.strategies.sharding.shards_parameters() && config.gpus > 1 {
         let working = head_grads.max(working_set).max(loss_backward);
         let held = Held {
@@ -437,6 +440,18 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         );
     }
     prediction
+}
+
+/// One GPU of a data-parallel run (`strategies.sharding = none` above one GPU): the whole run,
+/// DDP's gradient buckets (a copy of the trained gradients) from set-up on, and AdamW's
+/// foreach step's temporary the size of the trained parameters beside the gradients.
+fn data_parallel(p: &mut MemoryPrediction) {
+    let buckets = p.grads;
+    let resident = p.params + p.optimizer_state + p.resident_data + buckets;
+    let step = resident + 2 * p.grads;
+    p.peak = (p.peak + buckets).max(step);
+    // The gradient category holds the buckets beside the gradients.
+    p.grads += buckets;
 }
 
 /// What a sharded run holds gathered while backward runs, beside the root's parameters.

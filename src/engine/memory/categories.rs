@@ -96,6 +96,8 @@ pub struct SetupBytes {
     pub parameter: u64,
     /// A data set kept on the device by a strategy.
     pub resident_input: u64,
+    /// Gradient buckets kept for the whole run (data parallel's, DDP's defaults).
+    pub gradient_buckets: u64,
     /// In use once set-up ended (baseline, parameters and anything a strategy kept).
     pub in_use: u64,
 }
@@ -162,7 +164,8 @@ pub fn sizes_of_step(
         optimizer_state,
         input: setup.resident_input + batch,
         activation,
-        gradient,
+        // The buckets are in use from set-up on, so the step's differences leave them out.
+        gradient: gradient + setup.gradient_buckets,
         other: 0,
     })
 }
@@ -208,6 +211,7 @@ mod tests {
     const SETUP: SetupBytes = SetupBytes {
         parameter: 100,
         resident_input: 0,
+        gradient_buckets: 0,
         in_use: 100,
     };
 

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::engine::config::Sharding;
 use crate::engine::format::ByteFormat;
 use crate::engine::memory::Categories;
 
@@ -53,6 +54,18 @@ impl Plan {
         // LoRA's factors are f32 over any base by default (`adapter_dtype`).
         let s = &self.config.strategies;
         let traffic = sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes());
+        if sharded.mode == Sharding::None {
+            return Some(format!(
+                "One GPU of {gpus}, data parallel (DDP's defaults: every GPU holds the whole \
+                 run and a copy of its trained gradients in 25 MB buckets): every figure is one \
+                 GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU \
+                 sends and receives {traffic} a training pass (the gradients' all-reduce, \
+                 computed for a ring, not measured).",
+                gpus = sharded.gpus,
+                total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64),
+                traffic = gib.of(traffic),
+            ));
+        }
         Some(format!(
             "One GPU's share of {gpus} ({mode} sharding, FSDP's {fsdp}): every figure is one \
              GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU sends \

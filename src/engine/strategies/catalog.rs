@@ -568,7 +568,8 @@ pub const CATALOG: &[Entry] = &[
     entry("strategies.sharding", "sharding across GPUs", &["none", "gradients", "full"],
         "with gpus above 1, what each GPU keeps a shard of: full shards parameters, gradients \
          and optimizer state (FSDP's FULL_SHARD), each block gathered around its use; gradients \
-         keeps each block gathered from forward to backward (SHARD_GRAD_OP); planned, not run",
+         keeps each block gathered from forward to backward (SHARD_GRAD_OP); none is data \
+         parallel (DDP: the whole run on every GPU and its gradient buckets); planned, not run",
         &[]),
     entry("strategies.lora_rank", "LoRA rank", &[],
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),

@@ -38,6 +38,11 @@ pub struct Setup<'a> {
     /// The device the model trains on.
     pub device: &'a Device,
     pub meter: &'a mut Meter,
+    /// The model, its parameters on the device.
+    pub model: &'a Model,
+    /// Set by a strategy that keeps gradient buckets for the whole run (data parallel's), as
+    /// the allocator counted them: the gradient category's, not the resident input's.
+    pub gradient_buckets: u64,
 }
 
 /// What a strategy reports at the end of a run (the summary's strategy fields).

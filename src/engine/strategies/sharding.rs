@@ -19,28 +19,41 @@
 //!   so that temporary is allocated here and held over burn's step; burn's own per-tensor
 //!   temporaries (the largest shard's) come on top.
 //!
+//! - `none` above one GPU: data parallel as PyTorch's `DistributedDataParallel` runs it with its
+//!   defaults (`bucket_cap_mb=25`, a first bucket of 1 MiB, `gradient_as_bucket_view=False`):
+//!   each GPU holds the whole run, and beside it the flat gradient buckets DDP allocates when it
+//!   wraps the model and keeps for the run (each trained parameter's gradient is copied into its
+//!   bucket, all-reduced there and copied back, so they are a second copy of the gradients),
+//!   with AdamW's foreach temporary over the step as above.
+//!
 //! At one GPU nothing is sharded: every sharding is the unsharded run to the byte. Sharded runs
 //! are planned and never run (no collective on wgpu), so `vramlab train` refuses `gpus` above 1.
-//! What is not built yet is refused by name: `optimizer` (ZeRO-1), data parallel (`none` above
-//! one GPU), sharding without per-layer checkpointing, families other than the llama's, mixtures of
-//! experts, f16 compute over f32 weights (FSDP2's MixedPrecisionPolicy) and quantized bases.
+//! What is not built yet is refused by name: `optimizer` (ZeRO-1), sharding without per-layer
+//! checkpointing, families other than the llama's, mixtures of experts, f16 compute over f32
+//! weights (FSDP2's MixedPrecisionPolicy) and quantized bases.
 
 use std::sync::Arc;
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::Tensor;
+use burn::tensor::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
-    Checkpointing, MixedPrecision, OptimizerKind, RunConfig, Sharding as Mode, WeightDtype,
+    Checkpointing, Kernels, MixedPrecision, OptimizerKind, RunConfig, Sharding as Mode, WeightDtype,
 };
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
 use crate::engine::ops::shard::{Layouts, Shards};
+use crate::engine::ops::walk::AdapterDepth;
 
-use super::{Report, Strategy};
+use crate::engine::error::EngineError;
+use crate::engine::outcome::Site;
+use crate::engine::phase::Phase;
 
-/// What one GPU's plan holds of a sharded run, for the report.
+use super::{Report, Setup, Strategy};
+
+/// What one GPU's plan holds of a run over several GPUs, for the report: sharded, or data
+/// parallel (`mode` none: every value whole on every GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardedRun {
     pub gpus: usize,
@@ -67,11 +80,17 @@ impl ShardedRun {
     /// of every block's again for backward (the root's stay gathered), and the reduce-scatter
     /// of every trained one's gradient.
     pub fn traffic_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
+        let ring = |bytes: u64| bytes * (self.gpus as u64 - 1) / self.gpus as u64;
+        if self.mode == Mode::None {
+            // Data parallel: every trained gradient all-reduced, a reduce-scatter and an
+            // all-gather of it.
+            return ring(2 * self.trained_values * trained_bytes);
+        }
         let weights = (2 * self.model_values - self.root_values) * weight_bytes;
         // Adapters sit on the blocks' matrices: gathered for forward and again for backward.
         let adapters = 2 * self.adapter_values * trained_bytes;
         let reduced = self.trained_values * trained_bytes;
-        (weights + adapters + reduced) * (self.gpus as u64 - 1) / self.gpus as u64
+        ring(weights + adapters + reduced)
     }
 }
 
@@ -81,6 +100,9 @@ pub struct Sharding {
     /// The layouts of the cut model, until the model is final.
     layouts: Option<Layouts>,
     shards: Option<Arc<Shards>>,
+    /// Data parallel's gradient buckets, kept for the run, and what they were cut from.
+    buckets: Vec<Tensor<1>>,
+    replicated: Option<ShardedRun>,
 }
 
 impl Sharding {
@@ -90,8 +112,73 @@ impl Sharding {
             gpus: config.gpus,
             layouts: None,
             shards: None,
+            buckets: Vec::new(),
+            replicated: None,
         }
     }
+
+    /// Data parallel: every GPU holds the whole run.
+    fn data_parallel(&self) -> bool {
+        self.mode == Mode::None && self.gpus > 1
+    }
+}
+
+/// DDP's default bucket caps: the first bucket's (`dist._DEFAULT_FIRST_BUCKET_BYTES`), then
+/// `bucket_cap_mb`'s.
+const FIRST_BUCKET_BYTES: u64 = 1 << 20;
+const BUCKET_BYTES: u64 = 25 << 20;
+
+/// One of DDP's gradient buckets: its values and their type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Bucket {
+    pub values: usize,
+    pub dtype: DType,
+}
+
+/// The buckets DDP cuts the trained parameters into (`_compute_bucket_assignment_by_size`),
+/// from `(values, dtype)` of each in the model's order: one bucket open per type, a parameter
+/// added to its type's, which closes once it holds at least its cap (the first one a type
+/// fills, 1 MiB; every later one, 25 MiB); the open ones close at the end. Listed in the order
+/// DDP allocates them: the reverse of the assignment's (its Reducer takes them reversed, the
+/// order their gradients come in), each closed bucket where its first parameter is.
+pub(crate) fn ddp_buckets(params: &[(usize, DType)]) -> Vec<Bucket> {
+    /// The bucket a type is filling: where its first parameter is, and whether the type has
+    /// closed one already (its cap is then 25 MiB).
+    struct Filling {
+        dtype: DType,
+        open: Option<(usize, Bucket)>,
+        closed_one: bool,
+    }
+    // (first parameter's index, bucket)
+    let mut closed: Vec<(usize, Bucket)> = Vec::new();
+    let mut filling: Vec<Filling> = Vec::new();
+    for (index, &(values, dtype)) in params.iter().enumerate() {
+        let slot = match filling.iter().position(|f| f.dtype == dtype) {
+            Some(slot) => slot,
+            None => {
+                filling.push(Filling {
+                    dtype,
+                    open: None,
+                    closed_one: false,
+                });
+                filling.len() - 1
+            }
+        };
+        let f = &mut filling[slot];
+        let (_, held) = f.open.get_or_insert((index, Bucket { values: 0, dtype }));
+        held.values += values;
+        let cap = match f.closed_one {
+            true => BUCKET_BYTES,
+            false => FIRST_BUCKET_BYTES,
+        };
+        if (held.values * dtype.size()) as u64 >= cap {
+            closed.push(f.open.take().expect("a bucket was just filled"));
+            f.closed_one = true;
+        }
+    }
+    closed.extend(filling.into_iter().filter_map(|f| f.open));
+    closed.sort_by_key(|(first, _)| *first);
+    closed.into_iter().rev().map(|(_, bucket)| bucket).collect()
 }
 
 impl Strategy for Sharding {
@@ -117,6 +204,40 @@ impl Strategy for Sharding {
         model
     }
 
+    fn setup(&mut self, run: &mut Setup<'_>) -> Result<(), EngineError> {
+        if !self.data_parallel() {
+            return Ok(());
+        }
+        let mut trained = TrainedParams::default();
+        run.model.visit(&mut trained);
+        let before = run.meter.peek(Phase::Setup)?;
+        self.buckets = ddp_buckets(&trained.params)
+            .into_iter()
+            .map(|bucket| Tensor::zeros([bucket.values], (run.device, bucket.dtype)))
+            .collect();
+        let after = run.meter.peek(Phase::Setup)?;
+        run.gradient_buckets = after
+            .pooled_in_use_bytes
+            .saturating_sub(before.pooled_in_use_bytes);
+        run.meter
+            .check_budget(Phase::Setup, Site::GradientBuckets)?;
+        let trained_values = trained
+            .params
+            .iter()
+            .map(|(values, _)| values)
+            .sum::<usize>();
+        self.replicated = Some(ShardedRun {
+            gpus: self.gpus,
+            mode: self.mode,
+            shard_values: trained.all_values as u64,
+            model_values: (trained.all_values - trained.adapter_values) as u64,
+            root_values: 0,
+            adapter_values: trained.adapter_values as u64,
+            trained_values: trained_values as u64,
+        });
+        Ok(())
+    }
+
     fn end_of_backward(&mut self) {
         if let Some(shards) = &self.shards {
             shards.end_of_backward();
@@ -124,7 +245,7 @@ impl Strategy for Sharding {
     }
 
     fn optimizer_temporaries(&self, model: &Model) -> Vec<Tensor<1>> {
-        if self.shards.is_none() {
+        if self.shards.is_none() && !self.data_parallel() {
             return Vec::new();
         }
         let mut local = LocalValues::default();
@@ -133,6 +254,10 @@ impl Strategy for Sharding {
     }
 
     fn report(&self, report: &mut Report) {
+        if let Some(run) = self.replicated {
+            report.sharded = Some(run);
+            return;
+        }
         let Some(shards) = &self.shards else {
             return;
         };
@@ -201,22 +326,65 @@ impl ModuleVisitor for LocalValues {
     }
 }
 
+/// What data parallel (`sharding = none` above one GPU) refuses: what its plan would not hold
+/// as a PyTorch run holds it.
+fn check_data_parallel(config: &RunConfig) -> Result<(), ConfigError> {
+    if !matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
+        return Err(ConfigError::invalid(
+            "optimizer",
+            "data parallel (sharding = none above one GPU) is planned with adam or adamw (the \
+             foreach step PyTorch runs)",
+        ));
+    }
+    if config.strategies.kernels == Kernels::Fused {
+        return Err(ConfigError::invalid(
+            "strategies.kernels",
+            "data parallel (sharding = none above one GPU) is planned over burn's kernels \
+             (burn), where its foreach step's temporaries are held; fused steps in vramlab's \
+             own kernel",
+        ));
+    }
+    Ok(())
+}
+
+/// The trained parameters' values and types in the model's order (as `model.parameters()` lists
+/// them), and every parameter's values, LoRA's adapters counted apart.
+#[derive(Default)]
+struct TrainedParams {
+    params: Vec<(usize, DType)>,
+    all_values: usize,
+    adapter_values: usize,
+    adapter: AdapterDepth,
+}
+
+impl ModuleVisitor for TrainedParams {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        self.adapter.enter(container_type);
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        self.adapter.exit(container_type);
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        // `base`: a LoRA base's stored weight (frozen); the adapters come as their own params.
+        let value = param.base();
+        let values = value.shape().num_elements();
+        self.all_values += values;
+        if self.adapter.inside() {
+            self.adapter_values += values;
+        }
+        if value.is_require_grad() {
+            self.params.push((values, value.dtype()));
+        }
+    }
+}
+
 /// What `gpus` and `sharding` refuse, naming the field.
 pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let s = &config.strategies;
     match s.sharding {
-        Mode::None if config.gpus > 1 => {
-            return Err(ConfigError::invalid(
-                "strategies.sharding",
-                format!(
-                    "none with gpus = {} is data parallel (every GPU holds the whole run and \
-                     DDP's gradient buckets), which vramlab does not plan yet; full shards \
-                     parameters, gradients and optimizer state (FSDP's FULL_SHARD), or plan \
-                     one GPU with gpus = 1",
-                    config.gpus
-                ),
-            ));
-        }
+        Mode::None if config.gpus > 1 => return check_data_parallel(config),
         Mode::None => return Ok(()),
         // One GPU holds all of every shard: the unsharded run, whatever else is set.
         _ if config.gpus == 1 => return Ok(()),
@@ -287,4 +455,35 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddp_buckets_fill_to_their_caps_per_type_and_come_in_reverse() {
+        let bucket = |values, dtype| Bucket { values, dtype };
+        let params = [
+            (1_000, DType::F32),
+            // 1,204,000 B with the one before: past the first bucket's 1 MiB.
+            (300_000, DType::F32),
+            (2_000_000, DType::F32),
+            // 28,000,000 B with the one before: past 25 MiB.
+            (5_000_000, DType::F32),
+            // Another type fills a bucket of its own, its first.
+            (100, DType::F16),
+            (1_000_000, DType::F32),
+        ];
+        assert_eq!(
+            ddp_buckets(&params),
+            vec![
+                bucket(1_000_000, DType::F32),
+                bucket(100, DType::F16),
+                bucket(7_000_000, DType::F32),
+                bucket(301_000, DType::F32),
+            ]
+        );
+        assert_eq!(ddp_buckets(&[]), vec![]);
+    }
 }

@@ -100,11 +100,15 @@ impl Run {
         let routing = model.routing();
         model.initialise_params();
         let with_weights = meter.read(Phase::Setup, Site::ModelParameters)?;
-        hooks.setup(&mut Setup {
+        let mut kept = Setup {
             data: &data,
             device: &device,
             meter: &mut meter,
-        })?;
+            model: &model,
+            gradient_buckets: 0,
+        };
+        hooks.setup(&mut kept)?;
+        let gradient_buckets = kept.gradient_buckets;
         let after_setup = meter.peek(Phase::Setup)?;
         let setup = SetupBytes {
             parameter: with_weights
@@ -112,7 +116,9 @@ impl Run {
                 .saturating_sub(baseline.pooled_in_use_bytes),
             resident_input: after_setup
                 .pooled_in_use_bytes
-                .saturating_sub(with_weights.pooled_in_use_bytes),
+                .saturating_sub(with_weights.pooled_in_use_bytes)
+                .saturating_sub(gradient_buckets),
+            gradient_buckets,
             in_use: after_setup.pooled_in_use_bytes,
         };
         Ok(Self {
