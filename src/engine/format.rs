@@ -35,6 +35,19 @@ impl Unit {
     }
 }
 
+/// A count with its thousands grouped: `1234567` as `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// `bytes` in MiB as a number: a chart's coordinate, or a table cell whose header names the
 /// unit.
 pub fn mib(bytes: u64) -> f64 {

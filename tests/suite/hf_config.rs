@@ -36,6 +36,7 @@ fn hf_configs_build_their_published_parameter_counts() {
         ("tinyllama-1.1b-chat-v1.0.json", 1_100_048_384),
         ("llama-2-7b.json", 6_738_415_616),
         ("llama-3.1-8b-instruct.json", 8_030_261_248),
+        ("llama-3.1-70b-instruct.json", 70_553_706_496),
         ("mistral-7b-v0.1.json", 7_241_732_096),
         ("qwen2-0.5b.json", 494_032_768),
         ("qwen3-0.6b.json", 596_049_920),

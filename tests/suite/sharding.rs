@@ -166,6 +166,46 @@ fn data_parallel_holds_the_whole_run_and_a_copy_of_its_gradients_in_ddps_buckets
     }
 }
 
+#[test]
+fn zero_1_keeps_the_optimizer_state_of_its_share_beside_data_parallels_run() {
+    // ZeRO-1 as PyTorch runs it (DDP and ZeroRedundancyOptimizer): each GPU steps whole
+    // parameters, the largest first to the emptiest GPU, and keeps their state alone; the
+    // plan is the GPU with the largest share. Everything else is data parallel's.
+    let (_lock, _) = gpu();
+    let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
+    for gpus in [2, 8] {
+        let ddp = planned(&sharded(gpus, "none"));
+        let zero = planned(&sharded(gpus, "optimizer"));
+        let share = zero.sharded.expect("a ZeRO-1 plan says what it holds");
+        assert_eq!(share.trained_values, ddp.trainable_params);
+        // The largest share: at least an even one, short of it by less than a parameter.
+        assert!(
+            share.optimizer_values * gpus as u64 >= share.trained_values
+                && share.optimizer_values < share.trained_values,
+            "{gpus} GPUs: {share:?}"
+        );
+        let (zero_sizes, ddp_sizes) = (sizes(&zero), sizes(&ddp));
+        assert_eq!(
+            (zero_sizes.parameter, zero_sizes.input, zero_sizes.gradient),
+            (ddp_sizes.parameter, ddp_sizes.input, ddp_sizes.gradient),
+            "{gpus} GPUs: parameters, the batch, gradients and buckets are data parallel's"
+        );
+        // AdamW's two moments of the share's values (pool alignment on top).
+        let moments = 2 * 4 * share.optimizer_values;
+        assert!(
+            (moments..moments + 8192).contains(&zero_sizes.optimizer_state),
+            "{gpus} GPUs: state {} for {moments} bytes of moments",
+            zero_sizes.optimizer_state
+        );
+        assert!(
+            zero.high_water_in_use_bytes < ddp.high_water_in_use_bytes,
+            "{gpus} GPUs: {} against data parallel's {}",
+            zero.high_water_in_use_bytes,
+            ddp.high_water_in_use_bytes
+        );
+    }
+}
+
 /// Issue 55's reference: PyTorch 2.15's FSDPMemTracker (fake process group of 8 ranks,
 /// `fully_shard` on each block and then the root, fp32, AdamW foreach, SDPA, every block
 /// checkpointed, 1 x 2,048 tokens a rank, steady second step) measured 17,425 MiB a rank
@@ -360,8 +400,8 @@ fn what_sharding_cannot_plan_is_refused_by_name() {
         ),
         (
             "sort-llama",
-            &["strategies.sharding=optimizer"],
-            "strategies.sharding",
+            &["strategies.sharding=optimizer", "optimizer=lion"],
+            "optimizer",
             "ZeRO-1",
         ),
         (

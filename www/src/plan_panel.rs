@@ -293,7 +293,7 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                 <input id="plan-gpu-size" type="text" prop:value=question.typed
                     on:input=move |ev| question.typed.set(event_target_value(&ev)) />
             })}
-            <label title="GPUs the run is spread over: the plan is one GPU's share, as strategies.sharding cuts it (full: FSDP's FULL_SHARD)">
+            <label title="GPUs the run is spread over: the plan is one GPU's share, as strategies.sharding cuts it (full: FSDP's FULL_SHARD; optimizer: ZeRO-1; none: data parallel, DDP)">
                 " x "
                 <input data-testid="plan-gpus" id="plan-gpus" type="number" min="1" max="1024"
                     prop:value=question.gpus

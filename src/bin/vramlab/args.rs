@@ -185,8 +185,8 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "SIZE")]
     pub budget: Option<String>,
     /// GPUs the run is spread over (same as --set gpus=N): a plan is then one GPU's share of
-    /// it, as strategies.sharding cuts it (full: FSDP's FULL_SHARD, ZeRO-3; none: data
-    /// parallel, DDP's buckets beside the whole run). Runs train on one.
+    /// it, as strategies.sharding cuts it (full: FSDP's FULL_SHARD, ZeRO-3; optimizer:
+    /// ZeRO-1; none: data parallel, DDP's buckets beside the whole run). Runs train on one.
     #[arg(long, value_name = "N")]
     pub gpus: Option<usize>,
     /// Train on a CSV table: a header row, numeric feature columns and a label column (the

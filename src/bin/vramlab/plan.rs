@@ -9,7 +9,7 @@ use vramlab::engine::config::{
 };
 use vramlab::engine::data::split_sizes;
 use vramlab::engine::device::ModelledAdapter;
-use vramlab::engine::format::ByteFormat;
+use vramlab::engine::format::{ByteFormat, grouped};
 use vramlab::engine::memory::Categories;
 use vramlab::engine::outcome::Suggestion;
 use vramlab::engine::phase::Phase;
@@ -204,7 +204,18 @@ fn print_header(plan: &Plan) {
         s.cross_entropy.name(),
         s.checkpointing.name()
     );
-    if let Some(sharded) = plan.sharded.filter(|run| run.mode == Sharding::None) {
+    if let Some(sharded) = plan.sharded.filter(|run| run.mode == Sharding::Optimizer) {
+        println!(
+            "  ZeRO-1: the GPU of {} with the largest share (DDP with its defaults and PyTorch's \
+             ZeroRedundancyOptimizer: parameters whole, to each GPU by size; this one keeps the \
+             optimizer state of {} of {} trained values and steps them, every gradient held \
+             over the step; AdamW's foreach step over its share): every figure below is this \
+             GPU's",
+            sharded.gpus,
+            grouped(sharded.optimizer_values),
+            grouped(sharded.trained_values)
+        );
+    } else if let Some(sharded) = plan.sharded.filter(|run| run.mode == Sharding::None) {
         println!(
             "  data parallel: one GPU of {} (DDP with its defaults: bucket_cap_mb 25, a first \
              bucket of 1 MiB, gradient_as_bucket_view off, so the buckets are a second copy of \
@@ -258,7 +269,9 @@ fn print_parameters(plan: &Plan) {
     let shard = plan
         .sharded
         .map_or(String::new(), |sharded| match sharded.mode {
-            Sharding::None => format!(", all of them on each of {} GPUs", sharded.gpus),
+            Sharding::None | Sharding::Optimizer => {
+                format!(", all of them on each of {} GPUs", sharded.gpus)
+            }
             _ => format!(
                 ", this GPU's shard: {} values, padded to {} GPUs",
                 grouped(sharded.shard_values),
@@ -412,8 +425,9 @@ fn print_memory(plan: &Plan) {
 
 /// Whether a category shrinks as a sharded run spreads over more GPUs.
 fn with_more_gpus(mode: Sharding, category: &str) -> &'static str {
-    if mode == Sharding::None {
+    if matches!(mode, Sharding::None | Sharding::Optimizer) {
         return match category {
+            "optimizer_state" if mode == Sharding::Optimizer => "   a share: about 1/N",
             "gradient" => "   with the buckets: stays",
             "input" | "activation" => "   this GPU's batch: stays",
             _ => "   whole on every GPU: stays",
@@ -602,17 +616,4 @@ fn wrapped(text: &str, width: usize) -> Vec<String> {
         }
     }
     lines
-}
-
-/// `1234567` as `1,234,567`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

@@ -422,8 +422,12 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         leak_per_step,
         layers,
     };
-    if config.strategies.sharding == Sharding::None && config.gpus > 1 {
-        data_parallel(&mut prediction);
+    if config.gpus > 1 {
+        match config.strategies.sharding {
+            Sharding::None => data_parallel(&mut prediction, None),
+            Sharding::Optimizer => data_parallel(&mut prediction, Some(config.gpus as u64)),
+            Sharding::Gradients | Sharding::Full => {}
+        }
     }
     if config.strategies.sharding.shards_parameters() && config.gpus > 1 {
         let working = head_grads.max(working_set).max(loss_backward);
@@ -444,12 +448,19 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
 
 /// One GPU of a data-parallel run (`strategies.sharding = none` above one GPU): the whole run,
 /// DDP's gradient buckets (a copy of the trained gradients) from set-up on, and AdamW's
-/// foreach step's temporary the size of the trained parameters beside the gradients.
-fn data_parallel(p: &mut MemoryPrediction) {
+/// foreach step's temporary the size of the trained parameters beside the gradients. With
+/// ZeRO-1 over `zero` GPUs (`optimizer`) the optimizer's state and the step's temporary are
+/// a GPU's share (about 1/N: the partition keeps parameters whole).
+fn data_parallel(p: &mut MemoryPrediction, zero: Option<u64>) {
     let buckets = p.grads;
+    let saved = zero.map_or(0, |gpus| {
+        p.optimizer_state - p.optimizer_state.div_ceil(gpus)
+    });
+    p.optimizer_state -= saved;
+    let temporary = zero.map_or(p.grads, |gpus| p.grads.div_ceil(gpus));
     let resident = p.params + p.optimizer_state + p.resident_data + buckets;
-    let step = resident + 2 * p.grads;
-    p.peak = (p.peak + buckets).max(step);
+    let step = resident + p.grads + temporary;
+    p.peak = (p.peak + buckets - saved).max(step);
     // The gradient category holds the buckets beside the gradients.
     p.grads += buckets;
 }

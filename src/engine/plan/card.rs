@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::engine::config::Sharding;
-use crate::engine::format::ByteFormat;
+use crate::engine::format::{ByteFormat, grouped};
 use crate::engine::memory::Categories;
 
 use super::Plan;
@@ -54,17 +54,36 @@ impl Plan {
         // LoRA's factors are f32 over any base by default (`adapter_dtype`).
         let s = &self.config.strategies;
         let traffic = sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes());
-        if sharded.mode == Sharding::None {
-            return Some(format!(
-                "One GPU of {gpus}, data parallel (DDP's defaults: every GPU holds the whole \
-                 run and a copy of its trained gradients in 25 MB buckets): every figure is one \
-                 GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU \
-                 sends and receives {traffic} a training pass (the gradients' all-reduce, \
-                 computed for a ring, not measured).",
-                gpus = sharded.gpus,
-                total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64),
-                traffic = gib.of(traffic),
-            ));
+        let total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64);
+        match sharded.mode {
+            Sharding::None => {
+                return Some(format!(
+                    "One GPU of {gpus}, data parallel (DDP's defaults: every GPU holds the \
+                     whole run and a copy of its trained gradients in 25 MB buckets): every \
+                     figure is one GPU's. Across the {gpus}: {total} in use at their \
+                     high-water marks; each GPU sends and receives {traffic} a training pass \
+                     (the gradients' all-reduce, computed for a ring, not measured).",
+                    gpus = sharded.gpus,
+                    traffic = gib.of(traffic),
+                ));
+            }
+            Sharding::Optimizer => {
+                return Some(format!(
+                    "The GPU of {gpus} with the largest optimizer share, ZeRO-1 (DDP with \
+                     PyTorch's ZeroRedundancyOptimizer: the whole model, its gradients and \
+                     DDP's buckets on every GPU; the optimizer state of {share} of the \
+                     {trained} trained values here): every figure is this GPU's. Across the \
+                     {gpus}: at most {total} in use at their high-water marks; each GPU sends \
+                     and receives about {traffic} a training pass (the gradients' all-reduce \
+                     and the updated parameters' broadcasts, computed for a ring, not \
+                     measured).",
+                    gpus = sharded.gpus,
+                    share = grouped(sharded.optimizer_values),
+                    trained = grouped(sharded.trained_values),
+                    traffic = gib.of(traffic),
+                ));
+            }
+            Sharding::Gradients | Sharding::Full => {}
         }
         Some(format!(
             "One GPU's share of {gpus} ({mode} sharding, FSDP's {fsdp}): every figure is one \
@@ -74,7 +93,6 @@ impl Plan {
             gpus = sharded.gpus,
             mode = sharded.mode.name(),
             fsdp = sharded.mode.fsdp_name(),
-            total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64),
             traffic = gib.of(traffic),
         ))
     }

@@ -565,11 +565,14 @@ pub const CATALOG: &[Entry] = &[
              weights stay stored, and the activations stay: backward still runs through every \
              layer."),
     ]),
-    entry("strategies.sharding", "sharding across GPUs", &["none", "gradients", "full"],
+    entry("strategies.sharding", "sharding across GPUs",
+        &["none", "optimizer", "gradients", "full"],
         "with gpus above 1, what each GPU keeps a shard of: full shards parameters, gradients \
          and optimizer state (FSDP's FULL_SHARD), each block gathered around its use; gradients \
          keeps each block gathered from forward to backward (SHARD_GRAD_OP); none is data \
-         parallel (DDP: the whole run on every GPU and its gradient buckets); planned, not run",
+         parallel (DDP: the whole run on every GPU and its gradient buckets); optimizer is \
+         ZeRO-1 (data parallel, each GPU keeping the optimizer state of its share of the \
+         parameters); planned, not run",
         &[]),
     entry("strategies.lora_rank", "LoRA rank", &[],
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),

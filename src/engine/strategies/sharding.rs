@@ -25,16 +25,23 @@
 //!   wraps the model and keeps for the run (each trained parameter's gradient is copied into its
 //!   bucket, all-reduced there and copied back, so they are a second copy of the gradients),
 //!   with AdamW's foreach temporary over the step as above.
+//! - `optimizer` (ZeRO-1) as PyTorch runs it: data parallel as above with its optimizer wrapped
+//!   in `ZeroRedundancyOptimizer`, which gives each GPU whole trained parameters (sorted by
+//!   size, largest first, each to the GPU holding the fewest values so far) whose optimizer
+//!   state it keeps and whose update it computes, then broadcasts. The plan is the GPU whose
+//!   share is largest: its state, and the foreach temporary of its share; every gradient stays
+//!   alive over the step (they are freed at the next `zero_grad`).
 //!
 //! At one GPU nothing is sharded: every sharding is the unsharded run to the byte. Sharded runs
 //! are planned and never run (no collective on wgpu), so `vramlab train` refuses `gpus` above 1.
-//! What is not built yet is refused by name: `optimizer` (ZeRO-1), sharding without per-layer
-//! checkpointing, families other than the llama's, mixtures of experts, f16 compute over f32
+//! What is not built yet is refused by name: sharding without per-layer checkpointing, families other than the llama's, mixtures of experts, f16 compute over f32
 //! weights (FSDP2's MixedPrecisionPolicy) and quantized bases.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
 use burn::tensor::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +54,7 @@ use crate::engine::ops::shard::{Layouts, Shards};
 use crate::engine::ops::walk::AdapterDepth;
 
 use crate::engine::error::EngineError;
+use crate::engine::memory::meter::Meter;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 
@@ -67,6 +75,9 @@ pub struct ShardedRun {
     /// LoRA adapters' values, whole.
     #[serde(default)]
     pub adapter_values: u64,
+    /// ZeRO-1: the trained values whose optimizer state this GPU keeps (its share).
+    #[serde(default)]
+    pub optimizer_values: u64,
     /// Values that train, whole: gradients and optimizer state are sharded over these.
     #[serde(default)]
     pub trained_values: u64,
@@ -81,10 +92,13 @@ impl ShardedRun {
     /// of every trained one's gradient.
     pub fn traffic_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
         let ring = |bytes: u64| bytes * (self.gpus as u64 - 1) / self.gpus as u64;
-        if self.mode == Mode::None {
+        match self.mode {
             // Data parallel: every trained gradient all-reduced, a reduce-scatter and an
             // all-gather of it.
-            return ring(2 * self.trained_values * trained_bytes);
+            Mode::None => return ring(2 * self.trained_values * trained_bytes),
+            // ZeRO-1 beside it: each share's updated parameters broadcast to the others.
+            Mode::Optimizer => return ring(3 * self.trained_values * trained_bytes),
+            Mode::Gradients | Mode::Full => {}
         }
         let weights = (2 * self.model_values - self.root_values) * weight_bytes;
         // Adapters sit on the blocks' matrices: gathered for forward and again for backward.
@@ -103,6 +117,10 @@ pub struct Sharding {
     /// Data parallel's gradient buckets, kept for the run, and what they were cut from.
     buckets: Vec<Tensor<1>>,
     replicated: Option<ShardedRun>,
+    /// ZeRO-1: the trained parameters whose optimizer state this GPU keeps, and the other
+    /// gradients, held over the step.
+    local: Option<HashSet<ParamId>>,
+    others: Vec<Tensor<1>>,
 }
 
 impl Sharding {
@@ -114,12 +132,14 @@ impl Sharding {
             shards: None,
             buckets: Vec::new(),
             replicated: None,
+            local: None,
+            others: Vec::new(),
         }
     }
 
-    /// Data parallel: every GPU holds the whole run.
+    /// Data parallel (ZeRO-1 too): every GPU holds the whole model.
     fn data_parallel(&self) -> bool {
-        self.mode == Mode::None && self.gpus > 1
+        matches!(self.mode, Mode::None | Mode::Optimizer) && self.gpus > 1
     }
 }
 
@@ -181,6 +201,27 @@ pub(crate) fn ddp_buckets(params: &[(usize, DType)]) -> Vec<Bucket> {
     closed.into_iter().rev().map(|(_, bucket)| bucket).collect()
 }
 
+/// `ZeroRedundancyOptimizer`'s partition of trained parameters (`(id, values)` in the model's
+/// order) over `gpus`: sorted by values, largest first (a stable sort), each to the GPU
+/// holding the fewest values so far (the first such). The largest share's parameters: the GPU a
+/// per-GPU plan must fit.
+pub(crate) fn zero_share<Id: Copy>(params: &[(Id, usize)], gpus: usize) -> Vec<Id> {
+    let mut sorted: Vec<&(Id, usize)> = params.iter().collect();
+    sorted.sort_by_key(|(_, values)| std::cmp::Reverse(*values));
+    let mut shares: Vec<(usize, Vec<Id>)> = vec![(0, Vec::new()); gpus];
+    for &&(id, values) in &sorted {
+        let fewest = (0..gpus)
+            .min_by_key(|&gpu| shares[gpu].0)
+            .expect("at least one GPU");
+        shares[fewest].0 += values;
+        shares[fewest].1.push(id);
+    }
+    let largest = (0..gpus)
+        .max_by_key(|&gpu| (shares[gpu].0, std::cmp::Reverse(gpu)))
+        .expect("at least one GPU");
+    std::mem::take(&mut shares[largest].1)
+}
+
 impl Strategy for Sharding {
     fn prepare_model(&mut self, model: Model) -> Model {
         if !self.mode.shards_parameters() || self.gpus < 2 || model.root_values().is_none() {
@@ -226,6 +267,22 @@ impl Strategy for Sharding {
             .iter()
             .map(|(values, _)| values)
             .sum::<usize>();
+        let mut optimizer_values = trained_values;
+        if self.mode == Mode::Optimizer {
+            let sized: Vec<(ParamId, usize)> = trained
+                .ids
+                .iter()
+                .zip(&trained.params)
+                .map(|(&id, &(values, _))| (id, values))
+                .collect();
+            let local: HashSet<ParamId> = zero_share(&sized, self.gpus).into_iter().collect();
+            optimizer_values = sized
+                .iter()
+                .filter(|(id, _)| local.contains(id))
+                .map(|(_, values)| values)
+                .sum();
+            self.local = Some(local);
+        }
         self.replicated = Some(ShardedRun {
             gpus: self.gpus,
             mode: self.mode,
@@ -234,7 +291,32 @@ impl Strategy for Sharding {
             root_values: 0,
             adapter_values: trained.adapter_values as u64,
             trained_values: trained_values as u64,
+            optimizer_values: optimizer_values as u64,
         });
+        Ok(())
+    }
+
+    fn gradients(
+        &mut self,
+        mut grads: GradientsParams,
+        model: &Model,
+    ) -> (GradientsParams, Option<Tensor<1>>) {
+        if let Some(local) = &self.local {
+            // ZeRO-1: the optimizer here steps its share; the rest of the gradients stay
+            // alive over the step, as PyTorch's do until `zero_grad`.
+            let mut others = OthersGradients {
+                local,
+                grads: &mut grads,
+                held: Vec::new(),
+            };
+            model.visit(&mut others);
+            self.others = others.held;
+        }
+        (grads, None)
+    }
+
+    fn end_of_step(&mut self, _meter: &mut Meter, _last_of_epoch: bool) -> Result<(), EngineError> {
+        self.others.clear();
         Ok(())
     }
 
@@ -248,7 +330,10 @@ impl Strategy for Sharding {
         if self.shards.is_none() && !self.data_parallel() {
             return Vec::new();
         }
-        let mut local = LocalValues::default();
+        let mut local = LocalValues {
+            only: self.local.as_ref(),
+            ..LocalValues::default()
+        };
         model.visit(&mut local);
         local.into_chunks()
     }
@@ -269,6 +354,7 @@ impl Strategy for Sharding {
             root_values: shards.root_values() as u64,
             adapter_values: 0,
             trained_values: 0,
+            optimizer_values: 0,
         };
         for layout in shards.layouts() {
             let full = layout.full_values() as u64;
@@ -279,6 +365,7 @@ impl Strategy for Sharding {
             }
             if layout.trains {
                 run.trained_values += full;
+                run.optimizer_values += layout.shard_values() as u64;
             }
         }
         report.sharded = Some(run);
@@ -290,15 +377,17 @@ impl Strategy for Sharding {
 /// [`CHUNK_VALUES`] stand for them, each a copy (`cat` allocates its output, which an
 /// element-wise copy fusion could elide would not), none too large for one binding.
 #[derive(Default)]
-struct LocalValues {
+struct LocalValues<'a> {
     chunks: Vec<Vec<Tensor<1>>>,
     in_last: usize,
+    /// ZeRO-1: the parameters this GPU steps (every trained one otherwise).
+    only: Option<&'a HashSet<ParamId>>,
 }
 
 /// 256 MiB of f32 values.
 const CHUNK_VALUES: usize = 64 << 20;
 
-impl LocalValues {
+impl LocalValues<'_> {
     fn into_chunks(self) -> Vec<Tensor<1>> {
         self.chunks
             .into_iter()
@@ -307,11 +396,11 @@ impl LocalValues {
     }
 }
 
-impl ModuleVisitor for LocalValues {
+impl ModuleVisitor for LocalValues<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         // `base`: a LoRA base's stored shard (frozen: no state, no temporary).
         let value = param.base();
-        if !value.is_require_grad() {
+        if !value.is_require_grad() || self.only.is_some_and(|only| !only.contains(&param.id)) {
             return;
         }
         let value = value.inner();
@@ -332,19 +421,39 @@ fn check_data_parallel(config: &RunConfig) -> Result<(), ConfigError> {
     if !matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
         return Err(ConfigError::invalid(
             "optimizer",
-            "data parallel (sharding = none above one GPU) is planned with adam or adamw (the \
-             foreach step PyTorch runs)",
+            "data parallel and ZeRO-1 (sharding = none or optimizer above one GPU) are planned \
+             with adam or adamw (the foreach step PyTorch runs)",
         ));
     }
     if config.strategies.kernels == Kernels::Fused {
         return Err(ConfigError::invalid(
             "strategies.kernels",
-            "data parallel (sharding = none above one GPU) is planned over burn's kernels \
-             (burn), where its foreach step's temporaries are held; fused steps in vramlab's \
-             own kernel",
+            "data parallel and ZeRO-1 (sharding = none or optimizer above one GPU) are planned \
+             over burn's kernels (burn), where the foreach step's temporaries are held; fused \
+             steps in vramlab's own kernel",
         ));
     }
     Ok(())
+}
+
+/// ZeRO-1: takes the gradients of the parameters another GPU steps out of `grads`, holding
+/// them (flattened: the same buffers).
+struct OthersGradients<'a> {
+    local: &'a HashSet<ParamId>,
+    grads: &'a mut GradientsParams,
+    held: Vec<Tensor<1>>,
+}
+
+impl ModuleVisitor for OthersGradients<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if self.local.contains(&param.id) {
+            return;
+        }
+        if let Some(grad) = self.grads.remove::<D>(param.id) {
+            let values = grad.shape().num_elements();
+            self.held.push(grad.reshape([values]));
+        }
+    }
 }
 
 /// The trained parameters' values and types in the model's order (as `model.parameters()` lists
@@ -352,6 +461,7 @@ fn check_data_parallel(config: &RunConfig) -> Result<(), ConfigError> {
 #[derive(Default)]
 struct TrainedParams {
     params: Vec<(usize, DType)>,
+    ids: Vec<ParamId>,
     all_values: usize,
     adapter_values: usize,
     adapter: AdapterDepth,
@@ -376,6 +486,7 @@ impl ModuleVisitor for TrainedParams {
         }
         if value.is_require_grad() {
             self.params.push((values, value.dtype()));
+            self.ids.push(param.id);
         }
     }
 }
@@ -388,13 +499,7 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
         Mode::None => return Ok(()),
         // One GPU holds all of every shard: the unsharded run, whatever else is set.
         _ if config.gpus == 1 => return Ok(()),
-        Mode::Optimizer => {
-            return Err(ConfigError::invalid(
-                "strategies.sharding",
-                "optimizer (ZeRO-1) is not planned yet; gradients (FSDP's SHARD_GRAD_OP, \
-                 ZeRO-2-like) and full (FSDP's FULL_SHARD, ZeRO-3) are, or none",
-            ));
-        }
+        Mode::Optimizer => return check_data_parallel(config),
         Mode::Full | Mode::Gradients => {}
     }
     let kind = config.model.kind;
@@ -485,5 +590,16 @@ mod tests {
             ]
         );
         assert_eq!(ddp_buckets(&[]), vec![]);
+    }
+
+    #[test]
+    fn zero_shares_go_largest_first_to_the_emptiest_gpu_and_the_plan_takes_the_largest() {
+        // Sorted: c 50, a 40, d 30, b 10, e 10. Two GPUs: c to 0; a to 1; d to 1 (40 < 50):
+        // 70; b to 0: 60; e to 0: 70. A tie: the first GPU's share.
+        let params = [('a', 40), ('b', 10), ('c', 50), ('d', 30), ('e', 10)];
+        assert_eq!(zero_share(&params, 2), vec!['c', 'b', 'e']);
+        // Three: c, a, d one each; b to d's (30): 40; e to a's (40, as d's: the first).
+        assert_eq!(zero_share(&params, 3), vec!['c']);
+        assert_eq!(zero_share(&params, 1), vec!['c', 'a', 'd', 'b', 'e']);
     }
 }

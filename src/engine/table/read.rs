@@ -288,13 +288,5 @@ fn preview(cells: &[String]) -> String {
 }
 
 pub(crate) fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::engine::format::grouped(n as u64)
 }
