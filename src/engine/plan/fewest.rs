@@ -3,7 +3,7 @@
 //! the analytic estimate picks the first to plan, and plans go down while they fit or up (at
 //! most [`MORE`] doublings) until one does. A sharding whose estimate passes the budget even on
 //! the most GPUs vramlab plans (what it keeps whole on each GPU does: SHARD_GRAD_OP's gathered
-//! blocks, the activations) is not planned, and says so.
+//! blocks, ZeRO-1's parameters and gradients, the activations) is not planned, and says so.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +32,7 @@ pub struct FewestGpus {
 const MORE: usize = 2;
 
 /// The shardings searched, in the order they are reported.
-const SHARDINGS: [Sharding; 2] = [Sharding::Full, Sharding::Gradients];
+const SHARDINGS: [Sharding; 3] = [Sharding::Full, Sharding::Gradients, Sharding::Optimizer];
 
 /// For each sharding `config` may take (its other strategies as they are), the fewest GPUs under
 /// `budget` bytes, in use and reserved.
