@@ -11,8 +11,9 @@
 //! ```
 //!
 //! `figures NAME: plan ARGS` plans `vramlab plan ARGS` (parsed by the binary's own flags) on the
-//! planning device, so its figures depend on the config and the adapter that device models
-//! (lavapipe's in CI), not on the machine's memory; `figures NAME: estimate ARGS` is the
+//! planning device, in a process of its own as a reader's command is (plans sharing a process
+//! share its pools' pages, which moved a reserved figure by a GiB), so its figures depend on the
+//! config and the adapter that device models (lavapipe's in CI), not on the machine's memory; `figures NAME: estimate ARGS` is the
 //! analytic model's prediction for the same config (`memory::analytic`, no plan). A figure is a
 //! path into that JSON (`vramlab plan --json` prints a plan's): dotted fields, `[field=value]`
 //! to pick an element of a list. Built in, without a `figures` line: `catalog.claims` (the catalog's
@@ -38,6 +39,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
@@ -78,14 +80,18 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         args.files.clone()
     };
     let mut checker = Checker::default();
-    let mut figures = Vec::new();
-    let mut unmarked_figures = Vec::new();
+    let mut pages = Vec::new();
     for file in &files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let name = file.display().to_string();
-        let page = checker.check_page(&name, &text)?;
-        unmarked_figures.extend(unmarked(&name, &text, &page));
+        pages.push((file.display().to_string(), text));
+    }
+    checker.plan_ahead(pages.iter().flat_map(|(_, text)| plan_commands(text)));
+    let mut figures = Vec::new();
+    let mut unmarked_figures = Vec::new();
+    for (name, text) in &pages {
+        let page = checker.check_page(name, text)?;
+        unmarked_figures.extend(unmarked(name, text, &page));
         figures.extend(page);
     }
     for unmarked in &unmarked_figures {
@@ -97,9 +103,9 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
     // The pages' plans model lavapipe's adapter, as CI's planning device does; on another
     // adapter a plan may differ by its alignment or its kernels, and is reported, not failed.
     let other_adapter = checker
-        .planner
-        .as_ref()
-        .map(|planner| planner.adapter.name.clone())
+        .plans
+        .values()
+        .find_map(|plan| at_path(plan, "adapter.name")?.as_str().map(str::to_owned))
         .filter(|name| !name.contains(DOCUMENTED_ADAPTER));
     let excused = |f: &Figure| f.from_plan && other_adapter.is_some();
     let differ: Vec<&Figure> = figures
@@ -183,6 +189,48 @@ struct Checker {
 }
 
 impl Checker {
+    /// Plans every `plan` command of `commands` not planned yet, each in a `vramlab plan
+    /// --json` process of its own: what a reader running the command gets (in one process,
+    /// plans share the pools' pages, and a reserved figure came out a GiB above the command's).
+    /// As many at once as the machine has cores, which keeps the check as fast as planning in
+    /// one process was (each process compiles its own kernels). A command whose process fails
+    /// is left to [`Self::plan`], which plans it here and reports its error.
+    fn plan_ahead(&mut self, commands: impl Iterator<Item = String>) {
+        let mut queue: Vec<String> = commands
+            .filter(|command| command.starts_with("plan ") && !self.plans.contains_key(command))
+            .collect();
+        queue.sort();
+        queue.dedup();
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let queue = Mutex::new(queue);
+        let planned = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    while let Some(command) = queue.lock().expect("the queue").pop() {
+                        let flags = command.trim_start_matches("plan ").split_whitespace();
+                        let out = std::process::Command::new(&exe)
+                            .arg("plan")
+                            .args(flags)
+                            .arg("--json")
+                            .output();
+                        let value = out
+                            .ok()
+                            .filter(|out| out.status.success())
+                            .and_then(|out| serde_json::from_slice::<Value>(&out.stdout).ok());
+                        if let Some(value) = value {
+                            planned.lock().expect("the plans").push((command, value));
+                        }
+                    }
+                });
+            }
+        });
+        self.plans.extend(planned.into_inner().expect("the plans"));
+    }
+
     fn check_page(&mut self, file: &str, text: &str) -> anyhow::Result<Vec<Figure>> {
         let at = |line: usize| format!("{file}:{line}");
         // This page's source names and the commands they stand for.
@@ -351,6 +399,15 @@ impl Checker {
         }
         Ok(&self.plans[command])
     }
+}
+
+/// The commands a page's `figures` lines name.
+fn plan_commands(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| comment(line.trim(), "figures"))
+        .filter_map(|rest| rest.split_once(':'))
+        .map(|(_, command)| command.trim().to_string())
+        .collect()
 }
 
 /// A check line's row (`"| parameters |"`: the next line holding it; none: the next line) and
