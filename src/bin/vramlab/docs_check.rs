@@ -39,7 +39,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
@@ -192,9 +191,11 @@ impl Checker {
     /// Plans every `plan` command of `commands` not planned yet, each in a `vramlab plan
     /// --json` process of its own: what a reader running the command gets (in one process,
     /// plans share the pools' pages, and a reserved figure came out a GiB above the command's).
-    /// As many at once as the machine has cores, which keeps the check as fast as planning in
-    /// one process was (each process compiles its own kernels). A command whose process fails
-    /// is left to [`Self::plan`], which plans it here and reports its error.
+    /// One after the other: two at once on two cores took the whole check 5 min 57 s where one
+    /// at a time took 3 min 38 s (each process compiles its own kernels and keeps more than a
+    /// core busy). A command whose process fails or outlives [`PLAN_SECONDS`] is said so, with
+    /// its error, and left to [`Self::plan`], which plans it here (sharing this process's
+    /// pools) and reports its error.
     fn plan_ahead(&mut self, commands: impl Iterator<Item = String>) {
         let mut queue: Vec<String> = commands
             .filter(|command| command.starts_with("plan ") && !self.plans.contains_key(command))
@@ -204,31 +205,17 @@ impl Checker {
         let Ok(exe) = std::env::current_exe() else {
             return;
         };
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let queue = Mutex::new(queue);
-        let planned = Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    while let Some(command) = queue.lock().expect("the queue").pop() {
-                        let flags = command.trim_start_matches("plan ").split_whitespace();
-                        let out = std::process::Command::new(&exe)
-                            .arg("plan")
-                            .args(flags)
-                            .arg("--json")
-                            .output();
-                        let value = out
-                            .ok()
-                            .filter(|out| out.status.success())
-                            .and_then(|out| serde_json::from_slice::<Value>(&out.stdout).ok());
-                        if let Some(value) = value {
-                            planned.lock().expect("the plans").push((command, value));
-                        }
-                    }
-                });
+        for command in queue {
+            match plan_process(&exe, &command) {
+                Ok(value) => {
+                    self.plans.insert(command, value);
+                }
+                Err(why) => eprintln!(
+                    "docs --check: `{command}` in a process of its own: {why:#}; planned in \
+                     this one instead"
+                ),
             }
-        });
-        self.plans.extend(planned.into_inner().expect("the plans"));
+        }
     }
 
     fn check_page(&mut self, file: &str, text: &str) -> anyhow::Result<Vec<Figure>> {
@@ -399,6 +386,61 @@ impl Checker {
         }
         Ok(&self.plans[command])
     }
+}
+
+/// Seconds a plan's process may take before it is stopped (the longest page plan takes 40).
+const PLAN_SECONDS: u64 = 600;
+
+/// `vramlab plan ARGS --json` (ARGS from `command`, `plan ARGS`) in a process of its own, its
+/// output in temporary files (a plan's JSON outgrows a pipe's buffer while it is waited for).
+fn plan_process(exe: &std::path::Path, command: &str) -> anyhow::Result<Value> {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    static PROCESSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = PROCESSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = |what: &str| {
+        std::env::temp_dir().join(format!("vramlab-docs-{}-{n}.{what}", std::process::id()))
+    };
+    let (out_path, err_path) = (file("json"), file("err"));
+    let flags: Vec<&str> = command
+        .trim_start_matches("plan ")
+        .split_whitespace()
+        .collect();
+    let mut child = Command::new(exe)
+        .arg("plan")
+        .args(&flags)
+        .args((!flags.contains(&"--json")).then_some("--json"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path)?)
+        .stderr(std::fs::File::create(&err_path)?)
+        .spawn()
+        .context("starting vramlab plan")?;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(PLAN_SECONDS) {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = (
+                std::fs::remove_file(&out_path),
+                std::fs::remove_file(&err_path),
+            );
+            bail!("stopped after {PLAN_SECONDS} s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = std::fs::read(&out_path);
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = (
+        std::fs::remove_file(&out_path),
+        std::fs::remove_file(&err_path),
+    );
+    if !status.success() {
+        bail!("{status}: {}", stderr.trim());
+    }
+    serde_json::from_slice(&stdout?).context("reading the plan's JSON")
 }
 
 /// The commands a page's `figures` lines name.

@@ -162,11 +162,17 @@ impl Plan {
                 &mut y,
                 13,
                 "normal",
-                &format!(
-                    "one GPU's share of {} ({} sharding): every figure is one GPU's",
-                    sharded.gpus,
-                    sharded.mode.name()
-                ),
+                &match sharded.mode {
+                    Sharding::None => format!(
+                        "one GPU of {}, data parallel: every figure is one GPU's",
+                        sharded.gpus
+                    ),
+                    mode => format!(
+                        "one GPU's share of {} ({} sharding): every figure is one GPU's",
+                        sharded.gpus,
+                        mode.name()
+                    ),
+                },
             );
         }
         let planned_on = self

@@ -20,11 +20,15 @@
 //!   temporaries (the largest shard's) come on top.
 //!
 //! - `none` above one GPU: data parallel as PyTorch's `DistributedDataParallel` runs it with its
-//!   defaults (`bucket_cap_mb=25`, a first bucket of 1 MiB, `gradient_as_bucket_view=False`):
-//!   each GPU holds the whole run, and beside it the flat gradient buckets DDP allocates when it
-//!   wraps the model and keeps for the run (each trained parameter's gradient is copied into its
-//!   bucket, all-reduced there and copied back, so they are a second copy of the gradients),
-//!   with AdamW's foreach temporary over the step as above.
+//!   defaults (`bucket_cap_mb=25`, a first bucket of 1 MiB, `gradient_as_bucket_view=False`,
+//!   `find_unused_parameters=False`): each GPU holds the whole run, and beside it the flat
+//!   gradient buckets DDP keeps for the run (each trained parameter's gradient is copied into
+//!   its bucket, all-reduced there and copied back, so they are a second copy of the
+//!   gradients). Planned as DDP keeps them once it has rebuilt them after the first backward:
+//!   1 MiB, then 25 MiB, in the order gradients came (the model's reversed, here), from set-up
+//!   on; the one bucket a type it allocates when it wraps the model, for the first step, is not
+//!   (a single allocation the gradients' size: the same bytes, other pages). With AdamW's
+//!   foreach temporary over the step as above.
 //! - `optimizer` (ZeRO-1) as PyTorch runs it: data parallel as above with its optimizer wrapped
 //!   in `ZeroRedundancyOptimizer`, which gives each GPU whole trained parameters (sorted by
 //!   size, largest first, each to the GPU holding the fewest values so far) whose optimizer
@@ -42,7 +46,7 @@ use std::sync::Arc;
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::{DType, Tensor};
+use burn::tensor::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
@@ -114,7 +118,7 @@ pub struct Sharding {
     /// The layouts of the cut model, until the model is final.
     layouts: Option<Layouts>,
     shards: Option<Arc<Shards>>,
-    /// Data parallel's gradient buckets, kept for the run, and what they were cut from.
+    /// Data parallel's gradient buckets, kept for the run.
     buckets: Vec<Tensor<1>>,
     replicated: Option<ShardedRun>,
     /// ZeRO-1: the trained parameters whose optimizer state this GPU keeps, and the other
@@ -155,21 +159,17 @@ pub(crate) struct Bucket {
     pub dtype: DType,
 }
 
-/// The buckets DDP cuts the trained parameters into (`_compute_bucket_assignment_by_size`),
-/// from `(values, dtype)` of each in the model's order: one bucket open per type, a parameter
-/// added to its type's, which closes once it holds at least its cap (the first one a type
-/// fills, 1 MiB; every later one, 25 MiB); the open ones close at the end. Listed in the order
-/// DDP allocates them: the reverse of the assignment's (its Reducer takes them reversed, the
-/// order their gradients come in), each closed bucket where its first parameter is.
-pub(crate) fn ddp_buckets(params: &[(usize, DType)]) -> Vec<Bucket> {
-    /// The bucket a type is filling: where its first parameter is, and whether the type has
-    /// closed one already (its cap is then 25 MiB).
+/// `_compute_bucket_assignment_by_size` over `(values, dtype)` in the order given: one bucket
+/// open per type, a parameter added to its type's, which closes once it holds at least its cap
+/// (a type's buckets take `caps` in turn, the last repeating); the open ones close at the end.
+/// Each bucket with its first parameter's index, in the order they closed.
+fn assign_buckets(params: &[(usize, DType)], caps: &[u64]) -> Vec<(usize, Bucket)> {
+    /// The bucket a type is filling: where its first parameter is, and how many it closed.
     struct Filling {
         dtype: DType,
         open: Option<(usize, Bucket)>,
-        closed_one: bool,
+        closed: usize,
     }
-    // (first parameter's index, bucket)
     let mut closed: Vec<(usize, Bucket)> = Vec::new();
     let mut filling: Vec<Filling> = Vec::new();
     for (index, &(values, dtype)) in params.iter().enumerate() {
@@ -179,7 +179,7 @@ pub(crate) fn ddp_buckets(params: &[(usize, DType)]) -> Vec<Bucket> {
                 filling.push(Filling {
                     dtype,
                     open: None,
-                    closed_one: false,
+                    closed: 0,
                 });
                 filling.len() - 1
             }
@@ -187,18 +187,34 @@ pub(crate) fn ddp_buckets(params: &[(usize, DType)]) -> Vec<Bucket> {
         let f = &mut filling[slot];
         let (_, held) = f.open.get_or_insert((index, Bucket { values: 0, dtype }));
         held.values += values;
-        let cap = match f.closed_one {
-            true => BUCKET_BYTES,
-            false => FIRST_BUCKET_BYTES,
-        };
+        let cap = caps[f.closed.min(caps.len() - 1)];
         if (held.values * dtype.size()) as u64 >= cap {
             closed.push(f.open.take().expect("a bucket was just filled"));
-            f.closed_one = true;
+            f.closed += 1;
         }
     }
     closed.extend(filling.into_iter().filter_map(|f| f.open));
-    closed.sort_by_key(|(first, _)| *first);
-    closed.into_iter().rev().map(|(_, bucket)| bucket).collect()
+    closed
+}
+
+/// The buckets DDP rebuilds after the first backward (`Reducer::rebuild_buckets`) and keeps,
+/// from the trained parameters' `(values, dtype)` in the model's order: in the order the
+/// gradients came, taken here as the model's reversed (backward's), the first bucket a type
+/// fills capped at 1 MiB, the next at 25 MiB, as they close.
+pub(crate) fn ddp_buckets_rebuilt(params: &[(usize, DType)]) -> Vec<Bucket> {
+    let ready: Vec<(usize, DType)> = params.iter().rev().copied().collect();
+    assign_buckets(&ready, &[FIRST_BUCKET_BYTES, BUCKET_BYTES])
+        .into_iter()
+        .map(|(_, bucket)| bucket)
+        .collect()
+}
+
+/// Each bucket as one allocation on `device`.
+fn allocate(buckets: Vec<Bucket>, device: &Device) -> Vec<Tensor<1>> {
+    buckets
+        .into_iter()
+        .map(|bucket| Tensor::zeros([bucket.values], (device, bucket.dtype)))
+        .collect()
 }
 
 /// `ZeroRedundancyOptimizer`'s partition of trained parameters (`(id, values)` in the model's
@@ -252,10 +268,7 @@ impl Strategy for Sharding {
         let mut trained = TrainedParams::default();
         run.model.visit(&mut trained);
         let before = run.meter.peek(Phase::Setup)?;
-        self.buckets = ddp_buckets(&trained.params)
-            .into_iter()
-            .map(|bucket| Tensor::zeros([bucket.values], (run.device, bucket.dtype)))
-            .collect();
+        self.buckets = allocate(ddp_buckets_rebuilt(&trained.params), run.device);
         let after = run.meter.peek(Phase::Setup)?;
         run.gradient_buckets = after
             .pooled_in_use_bytes
@@ -567,29 +580,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ddp_buckets_fill_to_their_caps_per_type_and_come_in_reverse() {
+    fn ddp_rebuilds_its_buckets_to_their_caps_in_backwards_order() {
         let bucket = |values, dtype| Bucket { values, dtype };
+        // In the model's order; backward's (the rebuild's) is the reverse. Another type fills
+        // buckets of its own.
         let params = [
             (1_000, DType::F32),
-            // 1,204,000 B with the one before: past the first bucket's 1 MiB.
             (300_000, DType::F32),
             (2_000_000, DType::F32),
-            // 28,000,000 B with the one before: past 25 MiB.
             (5_000_000, DType::F32),
-            // Another type fills a bucket of its own, its first.
             (100, DType::F16),
             (1_000_000, DType::F32),
         ];
+        // Rebuilt from the last parameter on: 4,000,000 B closes f32's first bucket (1 MiB);
+        // 5,000,000 + 2,000,000 values pass 25 MiB; the rest close at the end, by type.
         assert_eq!(
-            ddp_buckets(&params),
+            ddp_buckets_rebuilt(&params),
             vec![
                 bucket(1_000_000, DType::F32),
-                bucket(100, DType::F16),
                 bucket(7_000_000, DType::F32),
                 bucket(301_000, DType::F32),
+                bucket(100, DType::F16),
             ]
         );
-        assert_eq!(ddp_buckets(&[]), vec![]);
+        assert_eq!(ddp_buckets_rebuilt(&[]), vec![]);
     }
 
     #[test]
