@@ -55,7 +55,6 @@ use crate::engine::config::{
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
 use crate::engine::ops::shard::{Layouts, Shards};
-use crate::engine::ops::walk::AdapterDepth;
 
 use crate::engine::error::EngineError;
 use crate::engine::memory::meter::Meter;
@@ -275,12 +274,8 @@ impl Strategy for Sharding {
             .saturating_sub(before.pooled_in_use_bytes);
         run.meter
             .check_budget(Phase::Setup, Site::GradientBuckets)?;
-        let trained_values = trained
-            .params
-            .iter()
-            .map(|(values, _)| values)
-            .sum::<usize>();
-        let mut optimizer_values = trained_values;
+        let counts = run.model.trainable_count();
+        let mut optimizer_values = counts.trainable;
         if self.mode == Mode::Optimizer {
             let sized: Vec<(ParamId, usize)> = trained
                 .ids
@@ -292,19 +287,19 @@ impl Strategy for Sharding {
             optimizer_values = sized
                 .iter()
                 .filter(|(id, _)| local.contains(id))
-                .map(|(_, values)| values)
+                .map(|(_, values)| *values as u64)
                 .sum();
             self.local = Some(local);
         }
         self.replicated = Some(ShardedRun {
             gpus: self.gpus,
             mode: self.mode,
-            shard_values: trained.all_values as u64,
-            model_values: (trained.all_values - trained.adapter_values) as u64,
+            shard_values: counts.all,
+            model_values: counts.all - counts.adapters,
             root_values: 0,
-            adapter_values: trained.adapter_values as u64,
-            trained_values: trained_values as u64,
-            optimizer_values: optimizer_values as u64,
+            adapter_values: counts.adapters,
+            trained_values: counts.trainable,
+            optimizer_values,
         });
         Ok(())
     }
@@ -469,36 +464,22 @@ impl ModuleVisitor for OthersGradients<'_> {
     }
 }
 
-/// The trained parameters' values and types in the model's order (as `model.parameters()` lists
-/// them), and every parameter's values, LoRA's adapters counted apart.
+/// The trained parameters' ids, values and types in the model's order (as `model.parameters()`
+/// lists them): what DDP buckets and ZeRO-1 partitions. The model's counts are
+/// [`Model::trainable_count`]'s.
 #[derive(Default)]
 struct TrainedParams {
     params: Vec<(usize, DType)>,
     ids: Vec<ParamId>,
-    all_values: usize,
-    adapter_values: usize,
-    adapter: AdapterDepth,
 }
 
 impl ModuleVisitor for TrainedParams {
-    fn enter_module(&mut self, _name: &str, container_type: &str) {
-        self.adapter.enter(container_type);
-    }
-
-    fn exit_module(&mut self, _name: &str, container_type: &str) {
-        self.adapter.exit(container_type);
-    }
-
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         // `base`: a LoRA base's stored weight (frozen); the adapters come as their own params.
         let value = param.base();
-        let values = value.shape().num_elements();
-        self.all_values += values;
-        if self.adapter.inside() {
-            self.adapter_values += values;
-        }
         if value.is_require_grad() {
-            self.params.push((values, value.dtype()));
+            self.params
+                .push((value.shape().num_elements(), value.dtype()));
             self.ids.push(param.id);
         }
     }
