@@ -58,6 +58,10 @@ pub struct Plan {
     /// `gpus` above 1: what this GPU holds of the sharded run; every figure is this GPU's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharded: Option<crate::engine::strategies::sharding::ShardedRun>,
+    /// `strategies.offload`: the most bytes one GPU's run holds in host memory, counted as
+    /// tensors move there (the host has no pool to read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_bytes: Option<u64>,
     /// The most bytes in use at any kernel launch or check point, training and evaluation.
     pub high_water_in_use_bytes: u64,
     /// The most bytes the pools held (pages carved, none of them backed by device memory).
@@ -238,6 +242,7 @@ pub async fn plan(
         weight_bytes: summary.weight_bytes,
         quantized: summary.quantized,
         sharded: summary.sharded,
+        host_bytes: summary.host_bytes,
         high_water_in_use_bytes: summary.high_water_in_use_bytes,
         high_water_reserved_bytes: summary.high_water_reserved_bytes,
         high_water_in_use_by_phase: summary.high_water_in_use_by_phase.clone(),

@@ -28,6 +28,7 @@ impl RunConfig {
         if purpose == Purpose::Run {
             host_data(self)?;
             one_gpu(self)?;
+            on_the_device(self)?;
         }
         model(self)?;
         training(self, purpose)?;
@@ -75,6 +76,22 @@ fn one_gpu(config: &RunConfig) -> Check {
                 "a run trains on this one device; gpus = {} is planned, not run (`vramlab plan \
                  --gpus {}` gives one GPU's share). Use 1 to train",
                 config.gpus, config.gpus
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A run keeps its tensors on its device: offloading to the host is planned, never run (a
+/// plan allocates the device's side and counts the host's; no values travel).
+fn on_the_device(config: &RunConfig) -> Check {
+    if config.strategies.offload != crate::engine::config::Offload::None {
+        return Err(ConfigError::invalid(
+            "strategies.offload",
+            format!(
+                "{} is planned, not run (`vramlab plan` gives what the GPU and the host hold). \
+                 Use none to train",
+                config.strategies.offload.name()
             ),
         ));
     }

@@ -3,6 +3,7 @@
 //! reference case lands on PyTorch's FSDPMemTracker, and what is not planned yet is refused by
 //! name.
 
+use vramlab::engine::config::Offload;
 use vramlab::engine::device::planner;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::plan::{self, Plan};
@@ -293,6 +294,129 @@ fn a_sharded_lora_run_keeps_a_shard_of_the_base_and_trains_its_adapters() {
     }
 }
 
+/// Mixed precision under full sharding (FSDP2's `MixedPrecisionPolicy`, f16 for bf16): the
+/// shards, their gradients and AdamW's state stay f32, each gather casts to f16, and no f16
+/// copy of the model is kept beside the shards.
+#[test]
+fn mixed_precision_keeps_f32_shards_and_gathers_them_in_f16() {
+    let (_lock, _) = gpu();
+    let plan_of = |precision: &str| {
+        let mut config = config(
+            "sort-llama",
+            &[
+                "strategies.checkpointing=layers",
+                "strategies.sharding=full",
+                &format!("strategies.mixed_precision={precision}"),
+            ],
+        );
+        config.gpus = 4;
+        planned(&config)
+    };
+    let (f32_run, mixed) = (plan_of("off"), plan_of("f16"));
+    let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
+    let (was, now) = (sizes(&f32_run), sizes(&mixed));
+    assert_eq!(
+        (now.parameter, now.optimizer_state),
+        (was.parameter, was.optimizer_state),
+        "f32 shards and their state"
+    );
+    let share = mixed.sharded.expect("sharded");
+    // A kept f16 copy of the shards would add two bytes a shard value to the activations.
+    let copy = 2 * share.shard_values;
+    assert!(
+        now.activation + copy / 2 < was.activation,
+        "activations {} in f16 against {} in f32 (a copy of the shards is {copy})",
+        now.activation,
+        was.activation
+    );
+    assert!(
+        mixed.high_water_in_use_bytes < f32_run.high_water_in_use_bytes,
+        "{} against {}",
+        mixed.high_water_in_use_bytes,
+        f32_run.high_water_in_use_bytes
+    );
+}
+
+/// `offload = activations` (torchtune's activation offloading): each checkpointed block's
+/// input waits on the host between forward and its recomputation, so the GPU keeps none of
+/// them past forward and the host holds every one, counted to the byte; a run refuses it, and
+/// what is not planned of offload is refused by name.
+#[test]
+fn offloaded_activations_wait_on_the_host_and_leave_the_gpu() {
+    let (_lock, _) = gpu();
+    // Set after `config`, which validates for a run.
+    let with = |offload: Offload| {
+        let mut config = config("sort-llama", &["strategies.checkpointing=layers"]);
+        config.strategies.offload = offload;
+        config
+    };
+    let c = with(Offload::Activations);
+    let (kept, offloaded) = (planned(&with(Offload::None)), planned(&c));
+    let input = (c.batch_size * c.data.sample_tokens() * c.model.width * 4) as u64;
+    assert_eq!(kept.host_bytes, None);
+    assert_eq!(
+        offloaded.host_bytes,
+        Some(c.model.layers as u64 * input),
+        "every block's input, {input} bytes each"
+    );
+    let activation = |plan: &Plan| plan.category_sizes.expect("categories").activation;
+    assert!(
+        activation(&kept) >= activation(&offloaded) + c.model.layers as u64 * input,
+        "activations {} kept, {} offloaded, {input} a block input",
+        activation(&kept),
+        activation(&offloaded)
+    );
+    assert!(offloaded.high_water_in_use_bytes <= kept.high_water_in_use_bytes);
+    let refused = |config: &RunConfig, purpose: Purpose| {
+        config
+            .validate_for(purpose)
+            .expect_err("refused")
+            .to_string()
+    };
+    assert!(refused(&c, Purpose::Run).contains("planned, not run"));
+    assert!(refused(&with(Offload::Parameters), Purpose::Plan).contains("not planned yet"));
+    let mut whole = config("sort-llama", &[]);
+    whole.strategies.offload = Offload::Activations;
+    assert!(refused(&whole, Purpose::Plan).contains("checkpointing = layers"));
+}
+
+/// `offload = optimizer` under full sharding (ZeRO-3 with `offload_optimizer`): each gradient
+/// shard leaves the GPU after its reduce-scatter and the host's optimizer steps, so the GPU
+/// keeps no optimizer state and no step temporary, and the host holds 16 bytes a trained shard
+/// value; it is refused where no reduce-scatter hands the gradients over.
+#[test]
+fn an_offloaded_optimizer_leaves_its_state_and_the_gradients_to_the_host() {
+    let (_lock, _) = gpu();
+    let with = |offload: Offload| {
+        let mut config = sharded(4, "full");
+        config.strategies.offload = offload;
+        config
+    };
+    let (on_gpu, on_host) = (
+        planned(&with(Offload::None)),
+        planned(&with(Offload::Optimizer)),
+    );
+    let share = on_host.sharded.expect("sharded");
+    assert_eq!(on_host.host_bytes, Some(share.optimizer_values * 16));
+    let sizes = |plan: &Plan| plan.category_sizes.expect("categories");
+    let (was, now) = (sizes(&on_gpu), sizes(&on_host));
+    // No moments: what the step still allocates is a scalar's page at most (64 bytes here).
+    assert!(
+        now.optimizer_state * 1000 < was.optimizer_state,
+        "{now:?} against {was:?}"
+    );
+    assert_eq!(now.parameter, was.parameter);
+    assert!(now.gradient < was.gradient, "{now:?} against {was:?}");
+    assert!(on_host.high_water_in_use_bytes < on_gpu.high_water_in_use_bytes);
+    let mut one = with(Offload::Optimizer);
+    one.gpus = 1;
+    let refused = one
+        .validate_for(Purpose::Plan)
+        .expect_err("refused")
+        .to_string();
+    assert!(refused.contains("full or gradients sharding"), "{refused}");
+}
+
 /// SHARD_GRAD_OP (`gradients`, FSDP2's `reshard_after_forward=False`) shards what FULL_SHARD
 /// shards, and keeps each block gathered from its forward pass to its backward.
 #[test]
@@ -424,9 +548,9 @@ fn what_sharding_cannot_plan_is_refused_by_name() {
         ),
         (
             "sort-llama",
-            &["strategies.mixed_precision=f16"],
+            &["strategies.mixed_precision=f16_unscaled"],
             "strategies.mixed_precision",
-            "f16 is not yet",
+            "weight_dtype = f16",
         ),
         (
             "sort-llama",

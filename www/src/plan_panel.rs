@@ -474,6 +474,7 @@ fn PlanAnswer(plan: Plan, worker_wasm_bytes: f64, received_at_ms: f64) -> impl I
             data-received-at=received_at_ms.to_string()>
             <p class=if plan.fits == Some(false) { "verdict oom" } else { "verdict fits" }>{verdict}</p>
             {plan.per_gpu().map(|line| view! { <p class="note" id="plan-per-gpu">{line}</p> })}
+            {plan.host_line().map(|line| view! { <p class="note" id="plan-host">{line}</p> })}
             <p class="explain">{format!(
                 "{}: {} parameters ({} train{}), planned for the browser's adapter, {}, on a \
                  device with no memory, in {:.1} s, in a worker that held {} of wasm memory. \

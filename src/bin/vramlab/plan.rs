@@ -421,6 +421,11 @@ fn print_memory(plan: &Plan) {
             println!("{line}");
         }
     }
+    if let Some(host) = plan.host_line() {
+        for line in wrapped(&host, 100) {
+            println!("{line}");
+        }
+    }
 }
 
 /// Whether a category shrinks as a sharded run spreads over more GPUs.

@@ -572,6 +572,9 @@ pub struct Strategies {
     /// What each of `gpus` GPUs keeps a shard of: nothing (each holds the whole run), or
     /// parameters, gradients and optimizer state (`full`: FSDP's FULL_SHARD, ZeRO-3).
     pub sharding: Sharding,
+    /// What is kept in host memory instead of on each GPU: nothing, or each checkpointed
+    /// block's input (`activations`: torchtune's `enable_activation_offloading`).
+    pub offload: Offload,
 }
 
 /// The type of LoRA's factors (see [`Strategies::adapter_dtype`]).
@@ -591,6 +594,34 @@ impl AdapterDtype {
         match self {
             Self::F32 => "f32",
             Self::Base => "base",
+        }
+    }
+}
+
+/// What a run keeps in host memory instead of device memory (see [`Strategies::offload`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Offload {
+    #[default]
+    None,
+    /// Optimizer state on the host, stepped there (ZeRO-Offload). Not planned yet.
+    Optimizer,
+    /// Parameters, gradients and optimizer state on the host (FSDP2's `CPUOffloadPolicy`).
+    /// Not planned yet.
+    Parameters,
+    /// Each checkpointed block's input on the host between forward and its recomputation.
+    Activations,
+}
+
+impl Offload {
+    pub const NAMES: &'static [&'static str] = &["none", "optimizer", "parameters", "activations"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Optimizer => "optimizer",
+            Self::Parameters => "parameters",
+            Self::Activations => "activations",
         }
     }
 }
@@ -791,6 +822,7 @@ impl Default for Strategies {
             lora_alpha: 16.0,
             adapter_dtype: AdapterDtype::F32,
             sharding: Sharding::None,
+            offload: Offload::None,
         }
     }
 }

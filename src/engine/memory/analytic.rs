@@ -25,8 +25,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
-    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, OpPath,
-    OptimizerKind, RunConfig, Sharding, Trainable,
+    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MixedPrecision, Offload,
+    OpPath, OptimizerKind, RunConfig, Sharding, Trainable,
 };
 use crate::engine::data::{classes_and_targets, input_width, split_sizes};
 use crate::engine::layout::{self, BlockFormat};
@@ -208,9 +208,12 @@ pub(crate) fn layers_for(config: &RunConfig, b: u64) -> Vec<LayerEstimate> {
         // Each block keeps its input, `[b, tokens, width]`, and backward makes its activations
         // again, one block at a time.
         let input = b * width as u64 * config.model.width as u64 * F32;
+        // With `offload = activations` the input waits on the host, and is back on the
+        // device only while its block is recomputed.
+        let offloaded = config.strategies.offload == Offload::Activations;
         for layer in layers.iter_mut().filter(|l| l.block) {
-            layer.recomputed_bytes = layer.activation_bytes;
-            layer.activation_bytes = input;
+            layer.recomputed_bytes = layer.activation_bytes + if offloaded { input } else { 0 };
+            layer.activation_bytes = if offloaded { 0 } else { input };
         }
     }
     if config.strategies.training_precision() != MixedPrecision::Off {
@@ -430,15 +433,32 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         }
     }
     if config.strategies.sharding.shards_parameters() && config.gpus > 1 {
-        let working = head_grads.max(working_set).max(loss_backward);
+        // Backward starts with the loss's and the head's gradients, before any shard's
+        // gradient exists; each block's working set comes beside the shard gradients made.
+        let working = Working {
+            start: head_grads.max(loss_backward),
+            block: working_set,
+        };
         let held = Held {
             every_weight: config.strategies.trainable == Trainable::All,
             every_block: config.strategies.sharding == Sharding::Gradients,
+            optimizer_on_host: config.strategies.offload == Offload::Optimizer,
+        };
+        // Mixed precision gathers f32 shards as f16 (FSDP2's MixedPrecisionPolicy), and keeps
+        // no f16 copy of the whole model.
+        let gathered_bytes = match config.strategies.mixed_precision {
+            MixedPrecision::F16 => {
+                prediction.activations = prediction
+                    .activations
+                    .saturating_sub(prediction.param_count * 2);
+                2
+            }
+            _ => weight_bytes,
         };
         shard(
             &mut prediction,
             config.gpus as u64,
-            weight_bytes,
+            gathered_bytes,
             working,
             held,
         );
@@ -465,12 +485,22 @@ fn data_parallel(p: &mut MemoryPrediction, zero: Option<u64>) {
     p.grads += buckets;
 }
 
+/// Backward's working set beyond what it keeps: at its start (the loss's and the head's
+/// gradients) and in each block's recomputation.
+struct Working {
+    start: u64,
+    block: u64,
+}
+
 /// What a sharded run holds gathered while backward runs, beside the root's parameters.
 struct Held {
     /// Every weight trains: the last reduce-scatter's input is a block's size.
     every_weight: bool,
     /// SHARD_GRAD_OP: every block stays gathered from its forward pass to its backward.
     every_block: bool,
+    /// `offload = optimizer`: gradients leave after their reduce-scatter, the state and the
+    /// step are the host's.
+    optimizer_on_host: bool,
 }
 
 /// One GPU's share of a sharded run (`strategies.sharding = full` or `gradients`, with
@@ -479,7 +509,7 @@ struct Held {
 /// being recomputed and the one before it gathered ahead, or with SHARD_GRAD_OP every block; and
 /// the last reduce-scatter's input) and backward's working set as unsharded. AdamW's foreach step
 /// adds a temporary the size of the local trained parameters.
-fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64, held: Held) {
+fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Working, held: Held) {
     let blocks = p.layers.iter().filter(|l| l.block).map(|l| l.params);
     let block_values = blocks.clone().max().unwrap_or(0);
     let body_values = blocks.sum::<u64>();
@@ -487,6 +517,10 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64, h
     p.params = p.params.div_ceil(gpus);
     p.grads = p.grads.div_ceil(gpus);
     p.optimizer_state = p.optimizer_state.div_ceil(gpus);
+    if held.optimizer_on_host {
+        p.grads = 0;
+        p.optimizer_state = 0;
+    }
     let resident = p.params + p.optimizer_state + p.resident_data;
     let reduce_input = if held.every_weight { block_values } else { 0 };
     let blocks_gathered = if held.every_block {
@@ -495,7 +529,7 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: u64, h
         2 * block_values
     };
     let gathered = (root_values + blocks_gathered + reduce_input) * weight_bytes;
-    let backward = p.activations + gathered + p.grads + working;
+    let backward = p.activations + gathered + working.start.max(p.grads + working.block);
     let step = resident + 2 * p.grads;
     let eval = resident + p.eval_batch + (root_values + block_values) * weight_bytes;
     p.peak = (resident + p.batch + backward).max(step).max(eval);

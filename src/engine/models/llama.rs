@@ -26,12 +26,13 @@ use burn::nn::{
 use burn::tensor::activation::{gelu_approximate, silu, softmax};
 use burn::tensor::{DType, Device, Int, Tensor};
 
-use super::block;
+use super::block::{self, Recompute};
 use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::{LayerHook, Op, Plain};
 use super::moe::{Experts, ExpertsSize, Routing, RoutingSource};
 use super::rotary::Rotary;
 use crate::engine::config::OpPath;
+use crate::engine::ops::host::HostStash;
 use crate::engine::ops::recompute::BlockShards;
 use crate::engine::ops::shard::Shards;
 use crate::engine::ops::{attention, recompute};
@@ -114,7 +115,7 @@ pub struct Llama {
     attention: OpPath,
     /// `strategies.checkpointing = layers`: each block is one recomputed node.
     #[module(skip)]
-    recompute: bool,
+    recompute: Recompute,
     #[module(skip)]
     gemma: bool,
     #[module(skip)]
@@ -282,7 +283,10 @@ impl Llama {
             kv_heads: size.kv_heads,
             head_dim,
             attention: size.attention,
-            recompute: size.recompute,
+            recompute: Recompute {
+                on: size.recompute,
+                host: None,
+            },
             gemma: size.gemma,
             width: size.width,
             windows: (0..size.layers)
@@ -306,6 +310,15 @@ impl Llama {
     /// Its forward pass gathers through `shards` (the model is their shard).
     pub fn set_shards(&mut self, shards: Arc<Shards>) {
         self.shards = Some(shards);
+    }
+
+    pub fn is_sharded(&self) -> bool {
+        self.shards.is_some()
+    }
+
+    /// Each checkpointed block's input is kept on the host, counted by `host`.
+    pub fn set_host_stash(&mut self, host: Arc<HostStash>) {
+        self.recompute.host = Some(host);
     }
 
     /// The root's parameters for a forward pass: gathered once a pass when sharded, as FSDP2's
@@ -363,7 +376,8 @@ impl Llama {
         hook.after(Op::Embedding);
         for (index, (weights, &window)) in self.blocks.iter().zip(&self.windows).enumerate() {
             let layer = self.layer(weights, window);
-            x = match (weights.experts.is_some(), self.recompute, &self.shards) {
+            let host = self.recompute.host.as_ref();
+            x = match (weights.experts.is_some(), self.recompute.on, &self.shards) {
                 (false, true, Some(shards)) => {
                     let block = BlockShards {
                         shards: shards.clone(),
@@ -373,14 +387,14 @@ impl Llama {
                                 .valid()
                         }),
                     };
-                    let x = recompute::checkpointed_sharded(&layer, x, block);
+                    let x = recompute::checkpointed_sharded(&layer, x, block, host);
                     hook.after(Op::Block);
                     x
                 }
-                (false, _, _) => block::run(&layer, x, self.recompute, hook),
+                (false, _, _) => block::run(&layer, x, &self.recompute, hook),
                 (true, false, _) => layer.run_async(x, hook, false).await,
                 (true, true, _) => {
-                    let x = recompute::checkpointed_async(&layer, x).await;
+                    let x = recompute::checkpointed_async(&layer, x, host).await;
                     hook.after(Op::Block);
                     x
                 }

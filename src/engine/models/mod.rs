@@ -29,6 +29,7 @@ pub use transformer::{Transformer, TransformerSize};
 
 use super::config::{Activation, RunConfig};
 use super::data::{BatchInputs, Dataset};
+use super::ops::host::HostStash;
 use super::ops::shard::Shards;
 
 /// Side of the CNN's input images and of its feature map after pooling.
@@ -103,6 +104,22 @@ impl Model {
         if let Self::Llama(m) = self {
             m.set_shards(shards);
         }
+    }
+
+    /// Keeps each checkpointed block's input on the host (`strategies.offload =
+    /// activations`), counted by `host`; `false` for a model without such blocks.
+    pub fn set_host_stash(&mut self, host: Arc<HostStash>) -> bool {
+        match self {
+            Self::Llama(m) => m.set_host_stash(host),
+            Self::Transformer(m) => m.set_host_stash(host),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Whether the model is one GPU's shard (its forward pass gathers).
+    pub fn is_sharded(&self) -> bool {
+        matches!(self, Self::Llama(m) if m.is_sharded())
     }
 
     /// Parameters in all, those that train, and those of LoRA adapters. Reads each stored

@@ -22,11 +22,14 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::softmax;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
-use super::block;
+use std::sync::Arc;
+
+use super::block::{self, Recompute};
 use super::dense::{Parts, dense, matrices_of, params_of};
 use super::hook::{LayerHook, Op};
 use crate::engine::config::OpPath;
 use crate::engine::ops::attention;
+use crate::engine::ops::host::HostStash;
 
 #[derive(Module, Debug)]
 pub struct Transformer {
@@ -43,7 +46,7 @@ pub struct Transformer {
     attention: OpPath,
     /// `strategies.checkpointing = layers`: each block is one recomputed node.
     #[module(skip)]
-    recompute: bool,
+    recompute: Recompute,
 }
 
 pub struct TransformerSize {
@@ -94,7 +97,10 @@ impl Transformer {
                 .then(|| LinearConfig::new(size.width, classes).init(device)),
             causal: size.decoder,
             attention: size.attention,
-            recompute: size.recompute,
+            recompute: Recompute {
+                on: size.recompute,
+                host: None,
+            },
         }
     }
 
@@ -135,6 +141,11 @@ impl Transformer {
         self.head(self.encoder.forward(input), &mut super::Plain)
     }
 
+    /// Each checkpointed block's input is kept on the host, counted by `host`.
+    pub fn set_host_stash(&mut self, host: Arc<HostStash>) {
+        self.recompute.host = Some(host);
+    }
+
     /// # Shapes
     /// - input: `[batch, length]` token ids
     /// - output: `[batch, length, classes]`
@@ -153,7 +164,7 @@ impl Transformer {
                 causal: self.causal,
                 attention: self.attention,
             };
-            x = block::run(&layer, x, self.recompute, hook);
+            x = block::run(&layer, x, &self.recompute, hook);
         }
         let logits = self.head(x, hook);
         hook.after(Op::Logits);

@@ -7,6 +7,7 @@
 pub mod attention;
 mod bridge;
 pub mod cross_entropy;
+pub mod host;
 pub mod quantized_linear;
 pub mod recompute;
 pub mod shard;

@@ -31,6 +31,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{GradientCheckpointingStrategy, Tensor};
 
 use super::bridge::{Raw, Route, plain, raw};
+use super::host::{HostStash, Stashed};
 use super::shard::Shards;
 
 /// A layer that can be run again in backward: its parameters (and constants such as rotary
@@ -54,12 +55,17 @@ pub trait RecomputableAsync: Recomputable {
 type Ad = Autodiff<Cube, NoCheckpointing>;
 type Tracked = super::bridge::Tracked<NoCheckpointing>;
 
-/// `layer.forward(x)`, keeping only `x` for backward when `x` is on a training device. On a
-/// device without autodiff (evaluation) it is the plain forward pass.
-pub fn checkpointed<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
+/// `layer.forward(x)`, keeping only `x` for backward when `x` is on a training device (on the
+/// host when `host` is given: `strategies.offload = activations`). On a device without
+/// autodiff (evaluation) it is the plain forward pass.
+pub fn checkpointed<L: Recomputable>(
+    layer: &L,
+    x: Tensor<3>,
+    host: Option<&Arc<HostStash>>,
+) -> Tensor<3> {
     match Route::of(&x) {
         Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => {
-            record(layer, x, None, None)
+            record(layer, x, None, None, host)
         }
         // burn's own checkpointing and `layers` are one field's two values: never both.
         _ => layer.forward(x),
@@ -68,7 +74,11 @@ pub fn checkpointed<L: Recomputable>(layer: &L, x: Tensor<3>) -> Tensor<3> {
 
 /// [`checkpointed`] for a layer whose forward pass awaits the device: its plain forward pass
 /// runs first, awaited, and the node then keeps only `x` as [`checkpointed`]'s does.
-pub async fn checkpointed_async<L: RecomputableAsync>(layer: &L, x: Tensor<3>) -> Tensor<3> {
+pub async fn checkpointed_async<L: RecomputableAsync>(
+    layer: &L,
+    x: Tensor<3>,
+    host: Option<&Arc<HostStash>>,
+) -> Tensor<3> {
     match Route::of(&x) {
         Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => {
             let tracked = x
@@ -77,7 +87,7 @@ pub async fn checkpointed_async<L: RecomputableAsync>(layer: &L, x: Tensor<3>) -
                 .expect("Route::of checked this tensor's backend");
             let input: Raw = tracked.primitive().clone();
             let output = layer.valid().forward_async(plain(input)).await;
-            record(layer, x, Some(raw(output)), None)
+            record(layer, x, Some(raw(output)), None, host)
         }
         _ => layer.forward_async(x).await,
     }
@@ -101,10 +111,11 @@ pub fn checkpointed_sharded<L: Recomputable>(
     layer: &L,
     x: Tensor<3>,
     block: BlockShards<L>,
+    host: Option<&Arc<HostStash>>,
 ) -> Tensor<3> {
     match Route::of(&x) {
         Some(Route::Autodiff(GradientCheckpointingStrategy::Disabled)) => {
-            record(layer, x, None, Some(block))
+            record(layer, x, None, Some(block), host)
         }
         _ => block.shards.gather(layer.clone()).forward(x),
     }
@@ -175,6 +186,7 @@ fn record<L: Recomputable>(
     x: Tensor<3>,
     output: Option<Raw>,
     sharded: Option<BlockShards<L>>,
+    host: Option<&Arc<HostStash>>,
 ) -> Tensor<3> {
     let x = x
         .try_into_primitive::<Ad>()
@@ -188,17 +200,17 @@ fn record<L: Recomputable>(
     let parents = 1 + params.found.len();
     // Each arm is the same node with room for `N` parents; unused places are untracked.
     match parents.next_power_of_two() {
-        0..=2 => node::<L, 2>(layer, x, params, output, sharded),
-        4 => node::<L, 4>(layer, x, params, output, sharded),
-        8 => node::<L, 8>(layer, x, params, output, sharded),
-        16 => node::<L, 16>(layer, x, params, output, sharded),
-        32 => node::<L, 32>(layer, x, params, output, sharded),
-        64 => node::<L, 64>(layer, x, params, output, sharded),
-        128 => node::<L, 128>(layer, x, params, output, sharded),
-        256 => node::<L, 256>(layer, x, params, output, sharded),
-        512 => node::<L, 512>(layer, x, params, output, sharded),
-        1024 => node::<L, 1024>(layer, x, params, output, sharded),
-        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params, output, sharded),
+        0..=2 => node::<L, 2>(layer, x, params, output, sharded, host),
+        4 => node::<L, 4>(layer, x, params, output, sharded, host),
+        8 => node::<L, 8>(layer, x, params, output, sharded, host),
+        16 => node::<L, 16>(layer, x, params, output, sharded, host),
+        32 => node::<L, 32>(layer, x, params, output, sharded, host),
+        64 => node::<L, 64>(layer, x, params, output, sharded, host),
+        128 => node::<L, 128>(layer, x, params, output, sharded, host),
+        256 => node::<L, 256>(layer, x, params, output, sharded, host),
+        512 => node::<L, 512>(layer, x, params, output, sharded, host),
+        1024 => node::<L, 1024>(layer, x, params, output, sharded, host),
+        MOST_PARENTS => node::<L, MOST_PARENTS>(layer, x, params, output, sharded, host),
         more => panic!(
             "a checkpointed block of {parents} tracked tensors needs a node of {more} parents, \
              past the {MOST_PARENTS} one takes: strategies::checkpointing::check refuses such a \
@@ -213,6 +225,7 @@ fn node<L: Recomputable, const N: usize>(
     params: TrackedParams,
     output: Option<Raw>,
     sharded: Option<BlockShards<L>>,
+    host: Option<&Arc<HostStash>>,
 ) -> Tensor<3> {
     let TrackedParams { found, ids, flags } = params;
     let input: Raw = x.primitive().clone();
@@ -250,7 +263,16 @@ fn node<L: Recomputable, const N: usize>(
     {
         OpsKind::Tracked(prep) => prep.finish(
             Saved {
-                input,
+                input: match host {
+                    // Moved to the host: the device's copy goes with this call's last
+                    // reference to it, the host's is counted until backward brings it back.
+                    Some(host) => {
+                        let x = plain::<3>(input);
+                        let stashed = host.keep(x.shape(), x.dtype());
+                        Kept::Host(host.clone(), stashed)
+                    }
+                    None => Kept::Device(input),
+                },
                 layer: plain_layer,
                 flags,
                 ids,
@@ -265,13 +287,40 @@ fn node<L: Recomputable, const N: usize>(
     Tensor::from_primitive::<Ad>(tracked)
 }
 
+/// Where a block's input waits for backward.
+#[derive(Clone)]
+enum Kept {
+    Device(Raw),
+    /// On the host (`strategies.offload = activations`).
+    Host(Arc<HostStash>, Stashed),
+}
+
+impl Kept {
+    /// The input on the device again: brought back from the host into a fresh allocation, as
+    /// the offloading hooks copy it back before the recomputation. Offloading is planned, not
+    /// run (`validate` refuses it for a real run), so no values travel: the copy is its
+    /// allocation.
+    fn on(self, device: &burn::tensor::Device) -> Raw {
+        match self {
+            Self::Device(input) => input,
+            Self::Host(host, stashed) => {
+                host.release(&stashed);
+                raw(Tensor::<3>::empty(
+                    stashed.shape.clone(),
+                    (device, stashed.dtype),
+                ))
+            }
+        }
+    }
+}
+
 /// What backward needs: the layer's input, the layer itself without autodiff (its parameters
 /// are resident anyway), and which of its parameters were tracked. Nothing here refers to an
 /// autodiff node: a graph dropped without backward (a probe's) must not keep itself alive
 /// through its own state.
 #[derive(Clone)]
 struct Saved<L> {
-    input: Raw,
+    input: Kept,
     layer: L,
     flags: Vec<bool>,
     /// The parameter each tracked one is, in order.
@@ -329,7 +378,8 @@ impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
         };
         // The recomputation's own graph: fresh leaves, so nothing of it joins the outer graph
         // (whose lock the outer backward holds while this step runs).
-        let mut x = <Ad as AutodiffBackend>::from_inner(input);
+        let device = plain::<3>(grad_output.clone()).device();
+        let mut x = <Ad as AutodiffBackend>::from_inner(input.on(&device));
         let wants_input = ops.parents[0].is_some();
         if wants_input {
             x = x.require_grad();
@@ -378,6 +428,11 @@ impl<L: Recomputable, const N: usize> Backward<Cube, N> for LayerBackward<L> {
             .map(|(param, parent, grad)| ((param, grad), parent))
             .unzip();
         let scattered = block.shards.reduce_scatter(params);
+        if block.shards.gradients_to_host() {
+            // Copied to the host for its optimizer, as each reduce-scatter's output is under
+            // optimizer offload: nothing of it stays on the GPU or reaches its optimizer.
+            return;
+        }
         for ((_, grad), parent) in scattered.into_iter().zip(parents) {
             grads.register::<Cube>(parent, grad);
         }

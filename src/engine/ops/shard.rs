@@ -18,6 +18,10 @@
 //!   `fully_shard(model)` after each block's) are gathered once in forward and kept gathered to
 //!   the end of backward ([`Shards::end_of_backward`]).
 //!
+//! - Under mixed precision each shard is cast to the compute type before its gather (the
+//!   all-gather's input, freed once it has run) and gradients are reduce-scattered in that
+//!   type, then cast to the shard's, as FSDP2's `MixedPrecisionPolicy` does.
+//!
 //! The values a sharded model computes mean nothing (every rank's shard is this rank's): only
 //! shapes, lifetimes and launches do, which is what a dry run follows. Sharded runs are
 //! planned, never run.
@@ -27,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
-use burn::tensor::Tensor;
+use burn::tensor::{FloatDType, Tensor};
 
 use super::bridge::{Raw, plain, raw};
 use super::walk::AdapterDepth;
@@ -83,6 +87,12 @@ pub struct Shards {
     reshard_after_forward: bool,
     /// Values of the root's own parameters (gathered once a step, not again for backward).
     root_values: usize,
+    /// The type shards are gathered and gradients reduced in when it is not the shards' own
+    /// (FSDP2's `MixedPrecisionPolicy(param_dtype)`: f32 shards, 16-bit compute).
+    gather_dtype: Option<FloatDType>,
+    /// The shards' gradients leave for the host once reduce-scattered, where the optimizer
+    /// steps (`strategies.offload = optimizer`).
+    gradients_to_host: bool,
     layouts: HashMap<ParamId, Layout>,
     held: Mutex<Held>,
 }
@@ -139,19 +149,24 @@ impl Shards {
     }
 
     /// The sharding of the final `model` (its trained parameters read from it), `root_values`
-    /// of its parameters the root's.
+    /// of its parameters the root's, gathered in `gather_dtype` when set (the shards' own type
+    /// otherwise).
     pub fn new<M: Module>(
         model: &M,
         ranks: usize,
         mut layouts: Layouts,
         root_values: usize,
         reshard_after_forward: bool,
+        gather_dtype: Option<FloatDType>,
+        gradients_to_host: bool,
     ) -> Self {
         model.visit(&mut MarkTrained(&mut layouts));
         Self {
             ranks,
             reshard_after_forward,
             root_values,
+            gather_dtype,
+            gradients_to_host,
             layouts,
             held: Mutex::default(),
         }
@@ -165,6 +180,16 @@ impl Shards {
     /// keeps them until its backward.
     pub fn reshards_after_forward(&self) -> bool {
         self.reshard_after_forward
+    }
+
+    /// Whether each reduce-scattered gradient leaves the GPU for the host's optimizer.
+    pub fn gradients_to_host(&self) -> bool {
+        self.gradients_to_host
+    }
+
+    /// The type parameters are gathered in when it is not the shards' own.
+    pub fn gather_dtype(&self) -> Option<FloatDType> {
+        self.gather_dtype
     }
 
     /// Every sharded parameter's layout.
@@ -231,7 +256,8 @@ impl Shards {
             return Vec::new();
         };
         if padding > 0 {
-            pieces.push(Tensor::zeros([padding], &device));
+            let dtype = pieces[0].dtype();
+            pieces.push(Tensor::zeros([padding], (&device, dtype)));
         }
         let input = Tensor::cat(pieces, 0);
         // Each shard's gradient a tensor of its own, as FSDP2 hands each parameter its own
@@ -243,7 +269,12 @@ impl Shards {
             .into_iter()
             .map(|(id, layout)| {
                 let values = layout.shard_values();
-                let piece = input.clone().narrow(0, offset, values).mul_scalar(scale);
+                let mut piece = input.clone().narrow(0, offset, values).mul_scalar(scale);
+                // Reduced in the compute type, the shard's gradient in the shard's (FSDP2
+                // casts the reduce-scatter's output to the parameter's own type).
+                if self.gather_dtype.is_some() {
+                    piece = piece.cast(FloatDType::F32);
+                }
                 offset += values;
                 (id, shaped(piece, &layout.shard_shape()))
             })
@@ -413,7 +444,14 @@ impl ModuleMapper for Gather<'_> {
             return param;
         };
         let ranks = self.shards.ranks;
+        let dtype = self.shards.gather_dtype;
         param.map(|shard| {
+            // FSDP2 casts the shard to the compute type and all-gathers that copy, which is
+            // freed once the gather has run.
+            let shard = match dtype {
+                Some(dtype) => shard.cast(dtype),
+                None => shard,
+            };
             // One launch that writes the padded full size (N copies of this rank's shard stand
             // for the N ranks'), however many ranks.
             let padded = shard.repeat_dim(layout.dim, ranks);

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::config::Sharding;
+use crate::engine::config::{Offload, Sharding};
 use crate::engine::format::{ByteFormat, grouped};
 use crate::engine::memory::Categories;
 
@@ -44,16 +44,54 @@ impl Plan {
         }
     }
 
+    /// What an offloading plan keeps on the host, in a line; `None` without offload.
+    pub fn host_line(&self) -> Option<String> {
+        let bytes = self.host_bytes?;
+        let gib = ByteFormat::MIB_OR_GIB;
+        let gpus = self.sharded.as_ref().map_or(1, |sharded| sharded.gpus) as u64;
+        let node = match gpus {
+            1 => String::new(),
+            // A node holds eight GPUs at most (an HGX board): beyond that, a node's share.
+            n => format!(
+                "; {} on a node of {} GPUs",
+                gib.of(bytes * n.min(8)),
+                n.min(8)
+            ),
+        };
+        let offload = self.config.strategies.offload;
+        let what = match offload {
+            Offload::Optimizer => {
+                "the optimizer steps there: an f32 copy of this GPU's trained shard, its f32 \
+                 gradient and AdamW's two moments, 16 bytes a value as ZeRO-Offload lays them \
+                 out; computed, not an allocator's figure"
+            }
+            _ => {
+                "each checkpointed block's input waits there between forward and its \
+                 recomputation; counted as tensors move, not an allocator's figure"
+            }
+        };
+        Some(format!(
+            "Host memory: {} at most for this GPU's run{node} (offload = {}: {what}).",
+            gib.of(bytes),
+            offload.name(),
+        ))
+    }
+
     /// A sharded plan's scope, in a line: whose figures these are, the total across the GPUs
     /// and what each sends and receives; `None` for one GPU's whole run.
     pub fn per_gpu(&self) -> Option<String> {
         let sharded = self.sharded.as_ref()?;
         let gib = ByteFormat::MIB_OR_GIB;
-        // Gathered and reduced in the weights' own type: f16 or f32 (f16 compute over f32
-        // shards is refused under sharding).
-        // LoRA's factors are f32 over any base by default (`adapter_dtype`).
+        // Gathered and reduced in the weights' own type (f16 or f32; LoRA's factors are f32
+        // over any base by default, `adapter_dtype`), or in f16 under mixed precision, which
+        // casts shards before their gather (data parallel all-reduces its f32 gradients).
         let s = &self.config.strategies;
-        let traffic = sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes());
+        let sharded_mixed = sharded.mode.shards_parameters()
+            && s.mixed_precision == crate::engine::config::MixedPrecision::F16;
+        let traffic = match sharded_mixed {
+            true => sharded.traffic_bytes(2, 2),
+            false => sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes()),
+        };
         let total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64);
         match sharded.mode {
             Sharding::None => {
@@ -173,6 +211,19 @@ impl Plan {
                         mode.name()
                     ),
                 },
+            );
+        }
+        if let Some(host) = self.host_bytes {
+            line(
+                &mut body,
+                &mut y,
+                13,
+                "normal",
+                &format!(
+                    "host memory: {} at most (offload = {})",
+                    ByteFormat::MIB_OR_GIB.of(host),
+                    self.config.strategies.offload.name()
+                ),
             );
         }
         let planned_on = self

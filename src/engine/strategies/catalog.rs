@@ -574,6 +574,14 @@ pub const CATALOG: &[Entry] = &[
          ZeRO-1 (data parallel, each GPU keeping the optimizer state of its share of the \
          parameters); planned, not run",
         &[]),
+    entry("strategies.offload", "offload to the host",
+        &["none", "optimizer", "parameters", "activations"],
+        "what lives in host memory instead of on the GPU: activations moves each checkpointed \
+         block's input there between forward and its recomputation (torchtune's activation \
+         offloading; needs checkpointing = layers); optimizer keeps the optimizer state there \
+         and steps there (ZeRO-Offload, under full or gradients sharding); parameters is not \
+         planned yet; planned, not run",
+        &[]),
     entry("strategies.lora_rank", "LoRA rank", &[],
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),
     entry("strategies.lora_alpha", "LoRA alpha", &[],

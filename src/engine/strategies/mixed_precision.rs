@@ -71,7 +71,9 @@ impl Strategy for Precision {
     }
 
     fn compute_model(&self, model: &Model) -> Option<Model> {
-        (self.mode == MixedPrecision::F16).then(|| compute_copy(model))
+        // A sharded model casts as it gathers (`ops::shard`), FSDP2's MixedPrecisionPolicy:
+        // a copy of every shard for the whole pass would be memory FSDP2 never holds.
+        (self.mode == MixedPrecision::F16 && !model.is_sharded()).then(|| compute_copy(model))
     }
 
     fn backward_loss(&self, loss: Tensor<1>) -> Tensor<1> {
@@ -89,6 +91,11 @@ impl Strategy for Precision {
         let Some(scaler) = &self.scaler else {
             return (grads, None);
         };
+        // Every gradient left for the host (`offload = optimizer`): the host unscales them and
+        // looks for infs where its optimizer steps.
+        if grads.is_empty() {
+            return (grads, None);
+        }
         self.step = StepNotes {
             loss_scale: Some(scaler.scale()),
             skipped: false,

@@ -17,6 +17,7 @@ pub mod kernels;
 pub mod loss_bookkeeping;
 pub mod memory_pool;
 pub mod mixed_precision;
+pub mod offload;
 pub mod sharding;
 pub mod trainable;
 pub mod weight_dtype;
@@ -59,6 +60,8 @@ pub struct Report {
     pub quantized: Option<weight_dtype::QuantizedWeights>,
     /// `gpus` above 1: what one GPU holds of the sharded run.
     pub sharded: Option<sharding::ShardedRun>,
+    /// `offload`: the most bytes held in host memory (counted as tensors move, per GPU).
+    pub host_bytes: Option<u64>,
 }
 
 /// What a step's record gains from the strategies.
@@ -170,6 +173,7 @@ impl Hooks {
             // precision casts shards, LoRA builds its adapters on them).
             Box::new(sharding::Sharding::new(config)),
             Box::new(checkpointing::Checkpointing::new(config)),
+            Box::new(offload::Offload::new(config)),
             // Before the precision, which casts the rest to f16: each body matrix goes from its
             // f32 initializer straight into blocks.
             Box::new(weight_dtype::QuantizedBase::new(config, &gpu.adapter)),
@@ -358,5 +362,6 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     trainable::check(config)?;
     weight_dtype::check(config)?;
     mixed_precision::check(config)?;
+    offload::check(config)?;
     sharding::check(config)
 }

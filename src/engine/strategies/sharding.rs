@@ -38,19 +38,35 @@
 //!
 //! At one GPU nothing is sharded: every sharding is the unsharded run to the byte. Sharded runs
 //! are planned and never run (no collective on wgpu), so `vramlab train` refuses `gpus` above 1.
-//! What is not built yet is refused by name: sharding without per-layer checkpointing, families other than the llama's, mixtures of experts, f16 compute over f32
-//! weights (FSDP2's MixedPrecisionPolicy) and quantized bases.
+//! - Mixed precision (`mixed_precision = f16` over f32 weights) under `full` or `gradients`:
+//!   FSDP2's `MixedPrecisionPolicy(param_dtype=bf16)` with f16 standing in for bf16 (the same
+//!   bytes). Shards, their gradients and the optimizer state stay f32; each gather casts the
+//!   shard to f16 (a transient shard-size copy, the all-gather's input) and gathers in f16;
+//!   gradients are reduce-scattered in f16 (`reduce_dtype` defaults to `param_dtype`) and cast
+//!   to f32 shards. No f16 copy of the model is kept beside the shards. The loss scaler of
+//!   `f16` stays (bf16 runs need none; its unscaling is one shard-size temporary at a time).
+//!
+//! - `offload = optimizer` under `full` or `gradients` (DeepSpeed's `offload_optimizer` over
+//!   ZeRO-3 or ZeRO-2, as ZeRO-Offload lays it out): each gradient shard leaves the GPU once
+//!   reduce-scattered (the reduce-scatter's buffers are still the GPU's), the optimizer steps
+//!   on the host over an f32 copy of the shards, and the updated values are copied back into
+//!   the GPU's shards in place. The GPU keeps no gradient past its reduce-scatter, no optimizer
+//!   state and no step temporary; the host's 16 bytes a trained shard value are computed.
+//!
+//! What is not built yet is refused by name: sharding without per-layer checkpointing,
+//! families other than the llama's, mixtures of experts and quantized bases.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::{DType, Device, Tensor};
+use burn::tensor::{DType, Device, FloatDType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{
-    Checkpointing, Kernels, MixedPrecision, OptimizerKind, RunConfig, Sharding as Mode, WeightDtype,
+    Checkpointing, Kernels, MixedPrecision, Offload, OptimizerKind, RunConfig, Sharding as Mode,
+    WeightDtype,
 };
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
@@ -124,6 +140,10 @@ pub struct Sharding {
     /// gradients, held over the step.
     local: Option<HashSet<ParamId>>,
     others: Vec<Tensor<1>>,
+    /// f16 compute over f32 shards (`mixed_precision = f16`): gathered and reduced in f16.
+    gather_dtype: Option<FloatDType>,
+    /// `offload = optimizer`: gradients leave for the host, whose optimizer steps the shards.
+    optimizer_on_host: bool,
 }
 
 impl Sharding {
@@ -137,6 +157,9 @@ impl Sharding {
             replicated: None,
             local: None,
             others: Vec::new(),
+            gather_dtype: (config.strategies.mixed_precision == MixedPrecision::F16)
+                .then_some(FloatDType::F16),
+            optimizer_on_host: config.strategies.offload == Offload::Optimizer,
         }
     }
 
@@ -145,6 +168,11 @@ impl Sharding {
         matches!(self.mode, Mode::None | Mode::Optimizer) && self.gpus > 1
     }
 }
+
+/// What the host keeps for each trained value of a GPU's shard under `offload = optimizer`, as
+/// ZeRO-Offload lays it out: an f32 copy of the parameter (the optimizer steps it there), its
+/// f32 gradient and AdamW's two f32 moments.
+pub const HOST_BYTES_A_TRAINED_VALUE: u64 = 16;
 
 /// DDP's default bucket caps: the first bucket's (`dist._DEFAULT_FIRST_BUCKET_BYTES`), then
 /// `bucket_cap_mb`'s.
@@ -254,7 +282,15 @@ impl Strategy for Sharding {
         let mut model = Shards::cut_adapters(model, self.gpus, &mut layouts);
         let root = model.root_values().unwrap_or(0);
         let reshard = self.mode == Mode::Full;
-        let shards = Arc::new(Shards::new(&model, self.gpus, layouts, root, reshard));
+        let shards = Arc::new(Shards::new(
+            &model,
+            self.gpus,
+            layouts,
+            root,
+            reshard,
+            self.gather_dtype,
+            self.optimizer_on_host,
+        ));
         model.set_shards(shards.clone());
         self.shards = Some(shards);
         model
@@ -309,6 +345,11 @@ impl Strategy for Sharding {
         mut grads: GradientsParams,
         model: &Model,
     ) -> (GradientsParams, Option<Tensor<1>>) {
+        if self.optimizer_on_host && self.shards.is_some() {
+            // The root's gradients, reduce-scattered last, leave for the host as every
+            // block's did: the GPU's optimizer has nothing to step.
+            return (GradientsParams::new(), None);
+        }
         if let Some(local) = &self.local {
             // ZeRO-1: the optimizer here steps its share; the rest of the gradients stay
             // alive over the step, as PyTorch's do until `zero_grad`.
@@ -335,7 +376,8 @@ impl Strategy for Sharding {
     }
 
     fn optimizer_temporaries(&self, model: &Model) -> Vec<Tensor<1>> {
-        if self.shards.is_none() && !self.data_parallel() {
+        // Stepped on the host (a CPU step runs tensor by tensor: no foreach temporary).
+        if (self.shards.is_none() && !self.data_parallel()) || self.optimizer_on_host {
             return Vec::new();
         }
         let mut local = LocalValues {
@@ -375,6 +417,9 @@ impl Strategy for Sharding {
                 run.trained_values += full;
                 run.optimizer_values += layout.shard_values() as u64;
             }
+        }
+        if self.optimizer_on_host {
+            report.host_bytes = Some(run.optimizer_values * HOST_BYTES_A_TRAINED_VALUE);
         }
         report.sharded = Some(run);
     }
@@ -537,13 +582,22 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
             ),
         );
     }
-    if s.mixed_precision != MixedPrecision::Off {
+    if s.mixed_precision == MixedPrecision::F16Unscaled {
+        return refuse(
+            "strategies.mixed_precision",
+            "f16_unscaled (model.half()) is planned under sharding as weight_dtype = f16, \
+             the same run; mixed_precision takes off or f16 (f32 shards gathered in f16, \
+             FSDP2's MixedPrecisionPolicy)"
+                .into(),
+        );
+    }
+    if s.mixed_precision == MixedPrecision::F16 && s.weight_dtype != WeightDtype::F32 {
         return refuse(
             "strategies.mixed_precision",
             format!(
-                "{} is not yet (f16 compute over f32 shards: FSDP2's MixedPrecisionPolicy); \
-                 sharding is planned with off, the weights in f32 or f16 (weight_dtype)",
-                s.mixed_precision.name()
+                "f16 compute is over f32 shards (FSDP2's MixedPrecisionPolicy); weight_dtype = \
+                 {} already computes in f16: use off, or weight_dtype = f32",
+                s.weight_dtype.name()
             ),
         );
     }

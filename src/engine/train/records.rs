@@ -216,6 +216,10 @@ pub struct Summary {
     /// `gpus` above 1: what this GPU holds of the sharded run (every figure is this GPU's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharded: Option<crate::engine::strategies::sharding::ShardedRun>,
+    /// `strategies.offload`: the most bytes this GPU's run held in host memory, counted as
+    /// tensors moved there (not an allocator's figure: the host has no cubecl pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_bytes: Option<u64>,
     /// The training step with the highest high-water mark, by what held it.
     #[serde(default)]
     pub high_water_by_category: Option<Categories>,
@@ -431,6 +435,7 @@ impl Summary {
             eval_weight_bytes: measured.report.eval_weight_bytes,
             quantized: measured.report.quantized,
             sharded: measured.report.sharded,
+            host_bytes: measured.report.host_bytes,
             high_water_by_category: figures.highest.map(|(categories, _)| categories),
             category_sizes: figures.highest.and_then(|(_, sizes)| sizes),
             kept_by_op: measured

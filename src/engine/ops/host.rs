@@ -1,0 +1,49 @@
+//! Host memory a run keeps instead of device memory (`strategies.offload = activations`): each
+//! checkpointed block's input moved to the host after its forward pass and back before its
+//! recomputation, as torchtune's `enable_activation_offloading` and Unsloth's offloaded
+//! checkpointing do it. The device side is planned by the allocator (the input is freed after
+//! forward and allocated again for backward); the host side is counted here, byte for byte,
+//! as tensors are moved (a host has no cubecl pool to read).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use burn::tensor::{DType, Shape};
+
+/// The bytes a run holds on the host: now, and at most so far.
+#[derive(Debug, Default)]
+pub struct HostStash {
+    held: AtomicU64,
+    peak: AtomicU64,
+}
+
+/// A tensor moved to the host: what allocating it again on the device needs.
+#[derive(Clone, Debug)]
+pub struct Stashed {
+    pub shape: Shape,
+    pub dtype: DType,
+    bytes: u64,
+}
+
+impl HostStash {
+    /// Counts a tensor of `shape` and `dtype` moved to the host.
+    pub fn keep(&self, shape: Shape, dtype: DType) -> Stashed {
+        let bytes = shape.num_elements() as u64 * dtype.size() as u64;
+        let held = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(held, Ordering::Relaxed);
+        Stashed {
+            shape,
+            dtype,
+            bytes,
+        }
+    }
+
+    /// Frees the host's copy of a tensor brought back to the device.
+    pub fn release(&self, stashed: &Stashed) {
+        self.held.fetch_sub(stashed.bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes held on the host at most so far.
+    pub fn peak_bytes(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+}
