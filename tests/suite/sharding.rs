@@ -300,33 +300,43 @@ fn a_sharded_lora_run_keeps_a_shard_of_the_base_and_trains_its_adapters() {
 #[test]
 fn mixed_precision_keeps_f32_shards_and_gathers_them_in_f16() {
     let (_lock, _) = gpu();
-    let plan_of = |precision: &str| {
+    let plan_of = |set: &str| {
         let mut config = config(
             "sort-llama",
             &[
                 "strategies.checkpointing=layers",
                 "strategies.sharding=full",
-                &format!("strategies.mixed_precision={precision}"),
+                set,
             ],
         );
         config.gpus = 4;
         planned(&config)
     };
-    let (f32_run, mixed) = (plan_of("off"), plan_of("f16"));
+    let (f32_run, mixed, f16_run) = (
+        plan_of("strategies.mixed_precision=off"),
+        plan_of("strategies.mixed_precision=f16"),
+        plan_of("strategies.weight_dtype=f16"),
+    );
     let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
-    let (was, now) = (sizes(&f32_run), sizes(&mixed));
+    let (was, now, half) = (sizes(&f32_run), sizes(&mixed), sizes(&f16_run));
     assert_eq!(
         (now.parameter, now.optimizer_state),
         (was.parameter, was.optimizer_state),
         "f32 shards and their state"
     );
-    let share = mixed.sharded.expect("sharded");
-    // A kept f16 copy of the shards would add two bytes a shard value to the activations.
-    let copy = 2 * share.shard_values;
+    // f32 shard gradients as the f32 run's, and the loss scaler's one inf-check value (a
+    // 32-byte slot) beside them.
     assert!(
-        now.activation + copy / 2 < was.activation,
-        "activations {} in f16 against {} in f32 (a copy of the shards is {copy})",
-        now.activation,
+        (was.gradient..=was.gradient + 32).contains(&now.gradient),
+        "gradients {} against {}",
+        now.gradient,
+        was.gradient
+    );
+    // Gathered in f16 and computing in f16 as the f16 run does, and nothing more kept: a kept
+    // f16 copy of the shards would add two bytes a shard value.
+    assert_eq!(
+        now.activation, half.activation,
+        "activations beside the f16 run's ({} in f32)",
         was.activation
     );
     assert!(
@@ -366,7 +376,7 @@ fn offloaded_activations_wait_on_the_host_and_leave_the_gpu() {
         activation(&kept),
         activation(&offloaded)
     );
-    assert!(offloaded.high_water_in_use_bytes <= kept.high_water_in_use_bytes);
+    assert!(offloaded.high_water_in_use_bytes < kept.high_water_in_use_bytes);
     let refused = |config: &RunConfig, purpose: Purpose| {
         config
             .validate_for(purpose)
@@ -408,13 +418,19 @@ fn an_offloaded_optimizer_leaves_its_state_and_the_gradients_to_the_host() {
     assert_eq!(now.parameter, was.parameter);
     assert!(now.gradient < was.gradient, "{now:?} against {was:?}");
     assert!(on_host.high_water_in_use_bytes < on_gpu.high_water_in_use_bytes);
-    let mut one = with(Offload::Optimizer);
-    one.gpus = 1;
-    let refused = one
-        .validate_for(Purpose::Plan)
-        .expect_err("refused")
-        .to_string();
-    assert!(refused.contains("full or gradients sharding"), "{refused}");
+    // No reduce-scatter hands the gradients over: one GPU, data parallel, ZeRO-1.
+    for (gpus, sharding) in [(1, "full"), (4, "none"), (4, "optimizer")] {
+        let mut unplanned = sharded(gpus, sharding);
+        unplanned.strategies.offload = Offload::Optimizer;
+        let refused = unplanned
+            .validate_for(Purpose::Plan)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            refused.contains("full or gradients sharding"),
+            "{gpus} {sharding}: {refused}"
+        );
+    }
 }
 
 /// SHARD_GRAD_OP (`gradients`, FSDP2's `reshard_after_forward=False`) shards what FULL_SHARD

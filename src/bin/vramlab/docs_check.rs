@@ -23,8 +23,9 @@
 //! (a table's row, a line inside a paragraph: a comment there would end the table or split the
 //! paragraph): each item, in order, is compared with the next number on that line (numbers in code
 //! spans and glued to a word, as in `f16` or `GPT-2`, are not counted), `_` skips one. An item is a
-//! figure, or two divided (`a/b`), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`,
-//! or `billion` for a count). The computed value is rounded to the documented number's decimals;
+//! figure, or two divided (`a/b`; either may be a number as written, a figure given from
+//! elsewhere), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`, or `billion` for a
+//! count). The computed value is rounded to the documented number's decimals;
 //! thousands separators are ignored.
 //!
 //! Measurements (timings, runs on this machine's GPU) cannot be recomputed here: the pages mark
@@ -323,7 +324,8 @@ impl Checker {
         Ok(figures)
     }
 
-    /// An item's value: a figure, or two divided, in its unit.
+    /// An item's value: a figure, or two divided (either may be a number as written), in its
+    /// unit.
     fn compute(&mut self, item: &str, sources: &HashMap<String, String>) -> anyhow::Result<f64> {
         let (expression, unit) = match item.rsplit_once(' ') {
             Some((expression, unit)) => (expression.trim(), unit_bytes(unit)?),
@@ -337,6 +339,11 @@ impl Checker {
     }
 
     fn figure(&mut self, path: &str, sources: &HashMap<String, String>) -> anyhow::Result<f64> {
+        // A figure measured elsewhere and given beside it (PyTorch's, say): a plan divided by it
+        // stays checked as the plan changes.
+        if let Ok(given) = path.parse::<f64>() {
+            return Ok(given);
+        }
         let count = |n: usize| Ok(n as f64);
         match path {
             "catalog.claims" => return count(catalog::claims().count()),

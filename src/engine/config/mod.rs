@@ -572,7 +572,8 @@ pub struct Strategies {
     /// What each of `gpus` GPUs keeps a shard of: nothing (each holds the whole run), or
     /// parameters, gradients and optimizer state (`full`: FSDP's FULL_SHARD, ZeRO-3).
     pub sharding: Sharding,
-    /// What is kept in host memory instead of on each GPU: nothing, or each checkpointed
+    /// What is kept in host memory instead of on each GPU: nothing, the optimizer's state and
+    /// step (`optimizer`: ZeRO-Offload, under full or gradients sharding), or each checkpointed
     /// block's input (`activations`: torchtune's `enable_activation_offloading`).
     pub offload: Offload,
 }
@@ -604,7 +605,8 @@ impl AdapterDtype {
 pub enum Offload {
     #[default]
     None,
-    /// Optimizer state on the host, stepped there (ZeRO-Offload). Not planned yet.
+    /// Optimizer state on the host, stepped there (ZeRO-Offload), under full or gradients
+    /// sharding.
     Optimizer,
     /// Parameters, gradients and optimizer state on the host (FSDP2's `CPUOffloadPolicy`).
     /// Not planned yet.

@@ -5,6 +5,7 @@
 //! forward and allocated again for backward); the host side is counted here, byte for byte,
 //! as tensors are moved (a host has no cubecl pool to read).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use burn::tensor::{DType, Shape};
@@ -16,17 +17,27 @@ pub struct HostStash {
     peak: AtomicU64,
 }
 
-/// A tensor moved to the host: what allocating it again on the device needs.
-#[derive(Clone, Debug)]
+/// A tensor's copy on the host: what allocating it again on the device needs. The host's
+/// bytes are counted while it lives and freed when it goes: when backward brings it back, or
+/// when burn's autodiff lets go of a graph that had no backward (an evaluation through
+/// autodiff, whose graphs burn keeps past their batch as it keeps their device tensors).
+#[derive(Debug)]
 pub struct Stashed {
     pub shape: Shape,
     pub dtype: DType,
     bytes: u64,
+    host: Arc<HostStash>,
+}
+
+impl Drop for Stashed {
+    fn drop(&mut self) {
+        self.host.held.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 impl HostStash {
-    /// Counts a tensor of `shape` and `dtype` moved to the host.
-    pub fn keep(&self, shape: Shape, dtype: DType) -> Stashed {
+    /// Counts a tensor of `shape` and `dtype` moved to the host, until the copy is dropped.
+    pub fn keep(self: &Arc<Self>, shape: Shape, dtype: DType) -> Stashed {
         let bytes = shape.num_elements() as u64 * dtype.size() as u64;
         let held = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak.fetch_max(held, Ordering::Relaxed);
@@ -34,12 +45,8 @@ impl HostStash {
             shape,
             dtype,
             bytes,
+            host: self.clone(),
         }
-    }
-
-    /// Frees the host's copy of a tensor brought back to the device.
-    pub fn release(&self, stashed: &Stashed) {
-        self.held.fetch_sub(stashed.bytes, Ordering::Relaxed);
     }
 
     /// Bytes held on the host at most so far.

@@ -268,8 +268,7 @@ fn node<L: Recomputable, const N: usize>(
                     // reference to it, the host's is counted until backward brings it back.
                     Some(host) => {
                         let x = plain::<3>(input);
-                        let stashed = host.keep(x.shape(), x.dtype());
-                        Kept::Host(host.clone(), stashed)
+                        Kept::Host(Arc::new(host.keep(x.shape(), x.dtype())))
                     }
                     None => Kept::Device(input),
                 },
@@ -291,8 +290,9 @@ fn node<L: Recomputable, const N: usize>(
 #[derive(Clone)]
 enum Kept {
     Device(Raw),
-    /// On the host (`strategies.offload = activations`).
-    Host(Arc<HostStash>, Stashed),
+    /// On the host (`strategies.offload = activations`); shared by the saved state's clones,
+    /// freed with the last of them.
+    Host(Arc<Stashed>),
 }
 
 impl Kept {
@@ -303,13 +303,11 @@ impl Kept {
     fn on(self, device: &burn::tensor::Device) -> Raw {
         match self {
             Self::Device(input) => input,
-            Self::Host(host, stashed) => {
-                host.release(&stashed);
-                raw(Tensor::<3>::empty(
-                    stashed.shape.clone(),
-                    (device, stashed.dtype),
-                ))
-            }
+            // The host's copy goes with this call's reference, the last one.
+            Self::Host(stashed) => raw(Tensor::<3>::empty(
+                stashed.shape.clone(),
+                (device, stashed.dtype),
+            )),
         }
     }
 }

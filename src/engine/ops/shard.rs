@@ -49,6 +49,8 @@ pub struct Layout {
     pub adapter: bool,
     /// Whether it trains (known once the model is final: [`Shards::new`]).
     pub trains: bool,
+    /// The shard's stored type (known once the model is final), which its gradient takes.
+    pub dtype: FloatDType,
 }
 
 impl Layout {
@@ -60,6 +62,7 @@ impl Layout {
             rows,
             adapter: false,
             trains: true,
+            dtype: FloatDType::F32,
         }
     }
 
@@ -273,7 +276,7 @@ impl Shards {
                 // Reduced in the compute type, the shard's gradient in the shard's (FSDP2
                 // casts the reduce-scatter's output to the parameter's own type).
                 if self.gather_dtype.is_some() {
-                    piece = piece.cast(FloatDType::F32);
+                    piece = piece.cast(layout.dtype);
                 }
                 offset += values;
                 (id, shaped(piece, &layout.shard_shape()))
@@ -428,7 +431,9 @@ struct MarkTrained<'a>(&'a mut Layouts);
 impl ModuleVisitor for MarkTrained<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if let Some(layout) = self.0.get_mut(&param.id) {
-            layout.trains = param.base().is_require_grad();
+            let value = param.base();
+            layout.trains = value.is_require_grad();
+            layout.dtype = value.dtype().into();
         }
     }
 }

@@ -91,15 +91,15 @@ impl Strategy for Precision {
         let Some(scaler) = &self.scaler else {
             return (grads, None);
         };
+        self.step = StepNotes {
+            loss_scale: Some(scaler.scale()),
+            skipped: false,
+        };
         // Every gradient left for the host (`offload = optimizer`): the host unscales them and
         // looks for infs where its optimizer steps.
         if grads.is_empty() {
             return (grads, None);
         }
-        self.step = StepNotes {
-            loss_scale: Some(scaler.scale()),
-            skipped: false,
-        };
         // One readback per step, as PyTorch's scaler does with its found-inf flag.
         let (unscaled, poisoned) = scaler.unscale(grads, model);
         (unscaled, Some(poisoned))
@@ -150,6 +150,12 @@ fn resolve(
         );
     }
     (asked, None)
+}
+
+/// The precision a run of `config` trains in on `adapter`: what it asks, or `off` where the
+/// adapter has no shader-f16 ([`Precision`] says so as a fallback).
+pub(crate) fn in_effect(config: &RunConfig, adapter: &AdapterInfo) -> MixedPrecision {
+    resolve(config.strategies.training_precision(), adapter, "", "").0
 }
 
 /// burn's GRU and LSTM build their hidden-state buffers in the default float type (f32)

@@ -171,7 +171,7 @@ impl Hooks {
         let list: Vec<Box<dyn Strategy>> = vec![
             // First: every parameter is cut to its shard before any strategy creates one (the
             // precision casts shards, LoRA builds its adapters on them).
-            Box::new(sharding::Sharding::new(config)),
+            Box::new(sharding::Sharding::new(config, &gpu.adapter)),
             Box::new(checkpointing::Checkpointing::new(config)),
             Box::new(offload::Offload::new(config)),
             // Before the precision, which casts the rest to f16: each body matrix goes from its

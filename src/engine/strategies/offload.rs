@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use crate::engine::config::{Checkpointing, Offload as Mode, RunConfig};
+use crate::engine::config::{Checkpointing, Offload as Mode, RunConfig, Trainable};
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
 use crate::engine::ops::host::HostStash;
@@ -82,6 +82,12 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
                      llama families' blocks); got {}",
                 s.checkpointing.name()
             ),
+        )),
+        Mode::Activations if s.trainable == Trainable::Head => Err(ConfigError::invalid(
+            "strategies.offload",
+            "activations has nothing to move when only the head trains (trainable = head): \
+             the blocks keep nothing for backward. Use none"
+                .to_string(),
         )),
         Mode::Activations => Ok(()),
     }

@@ -68,6 +68,7 @@ use crate::engine::config::{
     Checkpointing, Kernels, MixedPrecision, Offload, OptimizerKind, RunConfig, Sharding as Mode,
     WeightDtype,
 };
+use crate::engine::device::AdapterInfo;
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
 use crate::engine::ops::shard::{Layouts, Shards};
@@ -147,7 +148,7 @@ pub struct Sharding {
 }
 
 impl Sharding {
-    pub fn new(config: &RunConfig) -> Self {
+    pub fn new(config: &RunConfig, adapter: &AdapterInfo) -> Self {
         Self {
             mode: config.strategies.sharding,
             gpus: config.gpus,
@@ -157,7 +158,9 @@ impl Sharding {
             replicated: None,
             local: None,
             others: Vec::new(),
-            gather_dtype: (config.strategies.mixed_precision == MixedPrecision::F16)
+            // As the run computes: f32 where the adapter has no shader-f16.
+            gather_dtype: (super::mixed_precision::in_effect(config, adapter)
+                == MixedPrecision::F16)
                 .then_some(FloatDType::F16),
             optimizer_on_host: config.strategies.offload == Offload::Optimizer,
         }
@@ -346,8 +349,9 @@ impl Strategy for Sharding {
         model: &Model,
     ) -> (GradientsParams, Option<Tensor<1>>) {
         if self.optimizer_on_host && self.shards.is_some() {
-            // The root's gradients, reduce-scattered last, leave for the host as every
-            // block's did: the GPU's optimizer has nothing to step.
+            // The root's shard gradients (made through its gather's autodiff at the end of
+            // backward) leave for the host as every block's did: the GPU's optimizer has
+            // nothing to step.
             return (GradientsParams::new(), None);
         }
         if let Some(local) = &self.local {
