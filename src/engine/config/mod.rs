@@ -616,8 +616,6 @@ pub enum Offload {
 }
 
 impl Offload {
-    pub const NAMES: &'static [&'static str] = &["none", "optimizer", "parameters", "activations"];
-
     pub fn name(self) -> &'static str {
         match self {
             Self::None => "none",

@@ -107,14 +107,14 @@ impl Model {
     }
 
     /// Keeps each checkpointed block's input on the host (`strategies.offload =
-    /// activations`), counted by `host`; `false` for a model without such blocks.
-    pub fn set_host_stash(&mut self, host: Arc<HostStash>) -> bool {
+    /// activations`), counted by `host`. Only the transformer and llama families have such
+    /// blocks (offload's check asks for `checkpointing = layers`, which only they take).
+    pub fn set_host_stash(&mut self, host: Arc<HostStash>) {
         match self {
             Self::Llama(m) => m.set_host_stash(host),
             Self::Transformer(m) => m.set_host_stash(host),
-            _ => return false,
+            _ => {}
         }
-        true
     }
 
     /// Whether the model is one GPU's shard (its forward pass gathers).

@@ -265,7 +265,7 @@ fn node<L: Recomputable, const N: usize>(
             Saved {
                 input: match host {
                     // Moved to the host: the device's copy goes with this call's last
-                    // reference to it, the host's is counted until backward brings it back.
+                    // reference to it, the host's is counted until it is dropped (`Stashed`).
                     Some(host) => {
                         let x = plain::<3>(input);
                         Kept::Host(Arc::new(host.keep(x.shape(), x.dtype())))

@@ -190,11 +190,6 @@ impl Shards {
         self.gradients_to_host
     }
 
-    /// The type parameters are gathered in when it is not the shards' own.
-    pub fn gather_dtype(&self) -> Option<FloatDType> {
-        self.gather_dtype
-    }
-
     /// Every sharded parameter's layout.
     pub fn layouts(&self) -> impl Iterator<Item = &Layout> {
         self.layouts.values()

@@ -5,9 +5,11 @@
 
 use std::fmt::Write;
 
-use crate::engine::config::{Offload, Sharding};
+use crate::engine::config::{MixedPrecision, Offload, Sharding};
 use crate::engine::format::{ByteFormat, grouped};
 use crate::engine::memory::Categories;
+use crate::engine::strategies::mixed_precision::in_effect;
+use crate::engine::strategies::sharding::HOST_BYTES_A_TRAINED_VALUE;
 
 use super::Plan;
 
@@ -60,15 +62,14 @@ impl Plan {
         };
         let offload = self.config.strategies.offload;
         let what = match offload {
-            Offload::Optimizer => {
+            Offload::Optimizer => format!(
                 "the optimizer steps there: an f32 copy of this GPU's trained shard, its f32 \
-                 gradient and AdamW's two moments, 16 bytes a value as ZeRO-Offload lays them \
-                 out; computed, not an allocator's figure"
-            }
-            _ => {
-                "each checkpointed block's input waits there between forward and its \
-                 recomputation; counted as tensors move, not an allocator's figure"
-            }
+                 gradient and AdamW's two moments, {HOST_BYTES_A_TRAINED_VALUE} bytes a value \
+                 as ZeRO-Offload lays them out; computed, not an allocator's figure"
+            ),
+            _ => "each checkpointed block's input waits there between forward and its \
+                  recomputation; counted as tensors move, not an allocator's figure"
+                .to_string(),
         };
         Some(format!(
             "Host memory: {} at most for this GPU's run{node} (offload = {}: {what}).",
@@ -83,11 +84,12 @@ impl Plan {
         let sharded = self.sharded.as_ref()?;
         let gib = ByteFormat::MIB_OR_GIB;
         // Gathered and reduced in the weights' own type (f16 or f32; LoRA's factors are f32
-        // over any base by default, `adapter_dtype`), or in f16 under mixed precision, which
-        // casts shards before their gather (data parallel all-reduces its f32 gradients).
+        // over any base by default, `adapter_dtype`), or in f16 under mixed precision where
+        // the adapter computes in it, which casts shards before their gather (data parallel
+        // all-reduces its f32 gradients).
         let s = &self.config.strategies;
         let sharded_mixed = sharded.mode.shards_parameters()
-            && s.mixed_precision == crate::engine::config::MixedPrecision::F16;
+            && in_effect(&self.config, &self.adapter) == MixedPrecision::F16;
         let traffic = match sharded_mixed {
             true => sharded.traffic_bytes(2, 2),
             false => sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes()),
