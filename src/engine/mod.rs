@@ -30,6 +30,7 @@ pub mod phase;
 pub mod plan;
 pub mod plot;
 pub mod presets;
+pub mod recipe;
 pub mod strategies;
 pub mod suggest;
 pub mod table;

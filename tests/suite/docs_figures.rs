@@ -8,9 +8,29 @@ use vramlab::engine::plan::Plan;
 
 use crate::suite::support::{vramlab, vramlab_json};
 
+/// The pages the CI tier checks: README.md and docs/, but for the recipe page, whose plans are
+/// of whole recipes (minutes of dry runs) and left to the full tier.
+fn pages_but_recipes() -> Vec<String> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut pages = vec![format!("{root}/README.md")];
+    let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/docs"))
+        .expect("docs/")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .filter(|path| !path.ends_with("recipes.md"))
+        .map(|path| path.display().to_string())
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    pages
+}
+
 #[test]
 fn every_checked_figure_in_the_docs_is_what_the_code_computes() {
-    let out = vramlab(&["docs", "--check"]);
+    let mut args = vec!["docs".to_string(), "--check".to_string()];
+    args.extend(pages_but_recipes());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = vramlab(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     assert!(
@@ -27,6 +47,23 @@ fn every_checked_figure_in_the_docs_is_what_the_code_computes() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(checked >= 40, "{summary}");
+    assert!(summary.contains("; 0 unmarked"), "{summary}");
+}
+
+/// docs/recipes.md's plans: each format's worked example planned from its recipe.
+#[test]
+#[ignore = "full tier (bash .ci/test --full)"]
+fn the_recipe_pages_plans_are_what_the_code_computes() {
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/recipes.md");
+    let out = vramlab(&["docs", "--check", page]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "vramlab docs --check docs/recipes.md: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(summary.starts_with("9 "), "{summary}");
     assert!(summary.contains("; 0 unmarked"), "{summary}");
 }
 

@@ -31,6 +31,7 @@ fn every_parser_takes_generated_input_without_a_panic_or_an_unbounded_allocation
         "import-json",
         "csv",
         "hf-config",
+        "recipe",
     ] {
         assert!(names.contains(&name), "{name} missing from:\n{stdout}");
     }

@@ -256,7 +256,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["config", "overrides"],
     &["data", "device", "layout"],
-    &["presets", "hf_config"],
+    &["presets", "hf_config", "recipe"],
     // What a model is built from: vramlab's autodiff ops, burn modules, the fused WGSL step.
     &["ops", "models", "fused"],
     &["memory", "flops"],

@@ -21,6 +21,7 @@ mod page_native;
 mod plan;
 mod qlora;
 mod readme;
+mod recipes;
 mod sharding;
 mod stacked_cells;
 mod strategies;

@@ -19,6 +19,10 @@ mod args;
 #[allow(dead_code)]
 #[path = "../../src/bin/vramlab/hub.rs"]
 mod hub;
+/// What args.rs reads a `--recipe` with.
+#[allow(dead_code)]
+#[path = "../../src/bin/vramlab/recipes.rs"]
+mod recipes;
 /// What args.rs reads a `--data` CSV with.
 #[allow(dead_code)]
 #[path = "../../src/bin/vramlab/table_file.rs"]

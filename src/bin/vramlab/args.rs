@@ -10,7 +10,10 @@ use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, fit_batch, preset, table_base};
 use vramlab::engine::{ConfigError, Purpose, RunConfig};
 
+use vramlab::engine::recipe::ModelRef;
+
 use super::hub::HubId;
+use super::recipes;
 use super::table_file;
 
 #[derive(Parser, Debug)]
@@ -140,7 +143,7 @@ pub struct FuzzArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Only this parser (repeatable): config-json, set, budget, url-hash, lessons-link,
-    /// import-json, csv, hf-config.
+    /// import-json, csv, hf-config, recipe.
     #[arg(long, value_name = "NAME")]
     pub target: Vec<String>,
     /// Print input INDEX of the run and parse it uncaught: the replay of a failure.
@@ -176,6 +179,22 @@ pub struct ConfigArgs {
     /// cached copy (a cached copy is otherwise read, and the run says so).
     #[arg(long, requires = "hf_config")]
     pub refresh: bool,
+    /// A training recipe: an Axolotl, TRL (`trl sft --config`), torchtune or LLaMA-Factory
+    /// YAML, told from its fields. Each field that decides memory is read as its project
+    /// defines it (printed, one line a field); its model is the Hub id's config.json as
+    /// --hf-config fetches it (or --hf-config's, which replaces it), a DeepSpeed JSON it names is
+    /// read beside it, and --sets apply after it. A field that changes memory in a way vramlab
+    /// does not model is refused by name (exit 2) unless --allow-unmodelled.
+    #[arg(long, value_name = "RECIPE.yaml", conflicts_with_all = ["preset", "config", "data"])]
+    pub recipe: Option<PathBuf>,
+    /// With --recipe: the accelerate config (YAML) or DeepSpeed JSON the recipe is launched
+    /// with (its process count, sharding, offload and precision).
+    #[arg(long, value_name = "FILE", requires = "recipe")]
+    pub launcher: Option<PathBuf>,
+    /// With --recipe: plan even where the recipe has a field vramlab does not model (each
+    /// named, and the plan said to be without it).
+    #[arg(long, requires = "recipe")]
+    pub allow_unmodelled: bool,
     /// Override a field, e.g. --set batch_size=1024 --set model.hidden=[128,128]. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub overrides: Vec<String>,
@@ -408,11 +427,51 @@ impl ConfigArgs {
     /// `data.path`. Not yet validated. What the Hugging Face file changed or could not say goes
     /// to stderr.
     fn configure(&self) -> Result<RunConfig, ConfigError> {
-        let hf = self
-            .hf_config
+        let recipe = self
+            .recipe
             .as_deref()
-            .map(|arg| read_hf(arg, self.refresh))
+            .map(|path| recipes::read(path, self.launcher.as_deref()))
             .transpose()?;
+        // Refusals before the model: a recipe that cannot be planned needs no download.
+        if let Some(recipe) = &recipe {
+            recipe.check(self.hf_config.as_deref(), self.gpus, self.allow_unmodelled)?;
+        }
+        let hf = match (
+            &self.hf_config,
+            recipe.as_ref().and_then(|r| r.reading.model.as_ref()),
+        ) {
+            (Some(arg), _) => Some(read_hf(arg, self.refresh)?),
+            (None, Some(ModelRef::Hub(id))) => {
+                Some(read_hf(&recipes::model_path(id), self.refresh)?)
+            }
+            (
+                None,
+                Some(ModelRef::Builder {
+                    component,
+                    config_json,
+                }),
+            ) => {
+                let hf = hf_config::read(config_json).map_err(|err| in_file(component, err))?;
+                let name = component
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(component.as_str())
+                    .to_string();
+                Some((
+                    hf,
+                    HfOrigin {
+                        label: component.clone(),
+                        name,
+                    },
+                ))
+            }
+            (None, None) => None,
+        };
+        let recipe_sets: Vec<String> = recipe
+            .as_ref()
+            .map(|r| r.reading.sets.clone())
+            .unwrap_or_default();
+        let overrides: Vec<&String> = recipe_sets.iter().chain(self.overrides.iter()).collect();
         // What a config file or a --set states keeps its value over a Hugging Face user's
         // defaults.
         let mut stated = Stated::default();
@@ -434,8 +493,7 @@ impl ConfigArgs {
             (None, None, None, None) => preset(DEFAULT_PRESET)?,
         };
         // A --set applies after the model, and its value is the user's, not a default to note.
-        let stated = self
-            .overrides
+        let stated = overrides
             .iter()
             .fold(stated, |stated, set| stated.or(Stated::in_set(set)));
         let (mut base, mut notes) = match &hf {
@@ -446,20 +504,19 @@ impl ConfigArgs {
             base.data.kind = DataKind::Csv;
             base.data.path = file.display().to_string();
         }
-        let mut config = apply_overrides(base, self.overrides.iter().map(String::as_str))?;
+        let mut config = apply_overrides(base, overrides.iter().map(|s| s.as_str()))?;
         if let Some(budget) = &self.budget {
             let budget =
                 Budget::parse(budget).map_err(|err| ConfigError::invalid("--budget", err))?;
             config.budget = Some(budget);
         }
-        if let Some(gpus) = self.gpus {
+        if let Some(gpus) = self.gpus.or(recipe.as_ref().and_then(|r| r.reading.gpus)) {
             config.gpus = gpus;
         }
         table_file::load(&mut config)?;
         // A preset's batch was sized for its own data set; a config file's or a --set one is
         // the user's, and validation holds it to the table.
-        let batch_set = self
-            .overrides
+        let batch_set = overrides
             .iter()
             .any(|s| s.trim_start().starts_with("batch_size="));
         if self.config.is_none()

@@ -17,6 +17,7 @@ mod hub;
 mod live;
 mod plan;
 mod progress;
+mod recipes;
 mod report;
 mod runtime_dir;
 mod soak;

@@ -9,6 +9,7 @@ use vramlab::engine::hf_config;
 use vramlab::engine::link::{hash, verdicts};
 use vramlab::engine::overrides::apply_override;
 use vramlab::engine::presets::{for_plans, playground, preset};
+use vramlab::engine::recipe;
 use vramlab::engine::strategies::catalog;
 use vramlab::engine::{Purpose, RunConfig, Timeline};
 
@@ -79,6 +80,13 @@ pub const TARGETS: &[Target] = &[
         shape: Shape::Json,
         seeds: hf_seeds,
         parse: hf_config_json,
+    },
+    Target {
+        name: "recipe",
+        reads: "engine::recipe: YAML read, format told, mapped; its --sets over llama2-7b",
+        shape: Shape::Lines,
+        seeds: recipe_seeds,
+        parse: recipe_yaml,
     },
 ];
 
@@ -164,6 +172,45 @@ fn hf_config_json(bytes: &[u8]) -> bool {
     };
     let (config, _) = model.apply(base, "fuzzed", hf_config::Stated::default());
     model.notes_for(&config).is_ok() && config.validate_for(Purpose::Plan).is_ok()
+}
+
+/// A recipe the whole way `--recipe` takes it: read, its format told, mapped; every refusal
+/// names its field and says why, and its `--set`s apply to a model's base run.
+fn recipe_yaml(bytes: &[u8]) -> bool {
+    let Ok(read) = recipe::Recipe::parse(&text(bytes)) else {
+        return false;
+    };
+    let Ok(reading) = recipe::read(&read, &[]) else {
+        return false;
+    };
+    for line in reading.refused() {
+        assert!(
+            !line.field.is_empty() && !line.text.is_empty(),
+            "a refusal without its field or reason: {line:?}"
+        );
+    }
+    let Ok(base) = preset("llama2-7b") else {
+        return false;
+    };
+    reading
+        .sets
+        .iter()
+        .try_fold(base, |config, set| apply_override(&config, set))
+        .is_ok()
+}
+
+fn recipe_seeds() -> Vec<Vec<u8>> {
+    [
+        include_str!("../../../../tests/data/recipes/axolotl/qlora.yml"),
+        include_str!("../../../../tests/data/recipes/axolotl/qlora-fsdp-70b.yaml"),
+        include_str!("../../../../tests/data/recipes/torchtune/8B_lora_single_device.yaml"),
+        include_str!("../../../../tests/data/recipes/torchtune/8B_full.yaml"),
+        include_str!("../../../../tests/data/recipes/llama-factory/qwen3_lora_sft_otfq.yaml"),
+        include_str!("../../../../tests/data/recipes/llama-factory/qwen3_full_sft.yaml"),
+        include_str!("../../../../tests/data/recipes/trl/example_config.yaml"),
+    ]
+    .map(|s| s.as_bytes().to_vec())
+    .to_vec()
 }
 
 fn table_seeds() -> Vec<Vec<u8>> {

@@ -1,0 +1,129 @@
+//! `--recipe FILE`: a training recipe read from disk with the DeepSpeed JSON it names (or an
+//! accelerate config or DeepSpeed JSON given with `--launcher`), its reading printed as one
+//! block on stderr, and what it refuses turned into an error unless `--allow-unmodelled`.
+
+use std::path::{Path, PathBuf};
+
+use vramlab::engine::ConfigError;
+use vramlab::engine::recipe::{self, Reading, Recipe};
+
+/// A recipe as read: its label (the path) and reading.
+pub struct ReadRecipe {
+    pub label: String,
+    pub reading: Reading,
+}
+
+fn invalid(flag: &str, path: &Path, err: impl std::fmt::Display) -> ConfigError {
+    ConfigError::invalid(flag, format!("{}: {err}", path.display()))
+}
+
+fn parse(flag: &str, path: &Path) -> Result<Recipe, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|err| invalid(flag, path, err))?;
+    Recipe::parse(&text).map_err(|err| invalid(flag, path, err))
+}
+
+/// Where a file a recipe names is: as written from the working directory (the projects run
+/// from their repository's root), else beside the recipe.
+fn named_file(recipe: &Path, named: &str) -> Option<PathBuf> {
+    let as_written = PathBuf::from(named);
+    if as_written.is_file() {
+        return Some(as_written);
+    }
+    let beside = recipe.parent()?.join(named);
+    beside.is_file().then_some(beside)
+}
+
+/// Read `path`, the file its `deepspeed` field names and `launcher`; print the reading.
+pub fn read(path: &Path, launcher: Option<&Path>) -> Result<ReadRecipe, ConfigError> {
+    let recipe = parse("--recipe", path)?;
+    let mut beside = Vec::new();
+    if let Some((field, named)) = recipe.names_file() {
+        let file = named_file(path, named).ok_or_else(|| {
+            invalid(
+                "--recipe",
+                path,
+                format!(
+                    "{field}: {named} is neither a file from here nor beside the recipe; run \
+                     from where the recipe is launched, or pass it with --launcher FILE"
+                ),
+            )
+        })?;
+        beside.push((file.display().to_string(), parse("--recipe", &file)?));
+    }
+    if let Some(file) = launcher {
+        beside.push((file.display().to_string(), parse("--launcher", file)?));
+    }
+    let reading = recipe::read(&recipe, &beside).map_err(|err| invalid("--recipe", path, err))?;
+    let label = path.display().to_string();
+    eprint!("{}", reading.render(&label));
+    Ok(ReadRecipe { label, reading })
+}
+
+/// A Hub id as `--hf-config` takes it; a local model directory as its config.json.
+pub fn model_path(id: &str) -> PathBuf {
+    let path = PathBuf::from(id);
+    if path.is_dir() {
+        path.join("config.json")
+    } else {
+        path
+    }
+}
+
+impl ReadRecipe {
+    /// Refusals (unless allowed) and a sharded recipe with no GPU count are errors; what
+    /// replaced the recipe's model is said.
+    pub fn check(
+        &self,
+        hf_config: Option<&Path>,
+        gpus: Option<usize>,
+        allow_unmodelled: bool,
+    ) -> Result<(), ConfigError> {
+        if let (Some(arg), Some(model)) = (hf_config, &self.reading.model) {
+            eprintln!(
+                "  --hf-config {} replaces the recipe's model ({})",
+                arg.display(),
+                model.shown()
+            );
+        }
+        let refused: Vec<String> = self
+            .reading
+            .refused()
+            .map(|l| match l.line {
+                Some(n) => format!("{} (line {n})", l.field),
+                None => l.field.clone(),
+            })
+            .collect();
+        if !refused.is_empty() {
+            if !allow_unmodelled {
+                return Err(ConfigError::invalid(
+                    "--recipe",
+                    format!(
+                        "{}: {} change{} memory in a way vramlab does not model (each said \
+                         above); --allow-unmodelled plans without {}",
+                        self.label,
+                        refused.join(", "),
+                        if refused.len() == 1 { "s" } else { "" },
+                        if refused.len() == 1 { "it" } else { "them" }
+                    ),
+                ));
+            }
+            eprintln!(
+                "  --allow-unmodelled: planned WITHOUT {}; the plan is not this recipe's where \
+                 they change memory",
+                refused.join(", ")
+            );
+        }
+        if self.reading.shards && gpus.is_none() && self.reading.gpus.is_none() {
+            return Err(ConfigError::invalid(
+                "--gpus",
+                format!(
+                    "{} shards over its launcher's processes, which it does not count: give \
+                     --gpus N (or the accelerate config with --launcher)",
+                    self.label
+                ),
+            ));
+        }
+        eprintln!("  the same config as flags: {}", self.reading.as_flags());
+        Ok(())
+    }
+}

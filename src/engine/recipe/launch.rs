@@ -1,0 +1,373 @@
+//! How a run is spread over GPUs, as recipes and their launchers say it: transformers' and
+//! Axolotl's `fsdp` and `fsdp_config` (FSDP1's `fsdp_`-prefixed keys and FSDP2's), a DeepSpeed
+//! JSON, an accelerate config, and the launch line a torchtune config's comments give.
+
+use crate::engine::config::Sharding;
+
+use super::document::Value;
+use super::reading::Mapper;
+
+const PARAMETERS_ON_HOST: &str = "parameters on the host (FSDP's CPU offload, DeepSpeed's \
+    offload_param) are not planned yet: each GPU would hold less than planned (its shard of the \
+    weights, gradients and optimizer state stays on the host)";
+
+/// Set-up and ordering keys of FSDP: what the plan assumes for them.
+const FSDP_SET_UP: &str = "set-up, saving or ordering: the plan wraps each block and the root \
+    and prefetches the next block's gather, as FSDP2 does by default";
+
+/// `fsdp` (a list, or transformers' space-separated text) and `fsdp_config.*`.
+pub fn fsdp(m: &mut Mapper) {
+    if let Some((field, options)) = m.names("fsdp") {
+        let mut sharding = None;
+        for option in &options {
+            match option.as_str() {
+                "full_shard" => sharding = Some(Sharding::Full),
+                "shard_grad_op" => sharding = Some(Sharding::Gradients),
+                "hybrid_shard" | "hybrid_shard_zero2" => {
+                    m.refused(
+                        &field,
+                        format!("{option}: sharding within a node and replicating across nodes is not planned"),
+                    );
+                    return;
+                }
+                "no_shard" => sharding = Some(Sharding::None),
+                "offload" => {
+                    m.refused(&field, format!("offload: {PARAMETERS_ON_HOST}"));
+                    return;
+                }
+                "auto_wrap" => {}
+                _ => {
+                    m.refused(
+                        &field,
+                        format!("{option:?} is not an FSDP option vramlab knows"),
+                    );
+                    return;
+                }
+            }
+        }
+        if let Some(sharding) = sharding {
+            m.intent.sharding = Some(sharding);
+            m.mapped(
+                &field,
+                format!(
+                    "strategies.sharding={} ({})",
+                    sharding.name(),
+                    sharding.fsdp_name()
+                ),
+            );
+        } else {
+            m.ignored(&field, "no sharding named");
+        }
+    }
+    fsdp_config(m, "fsdp_config.");
+}
+
+/// FSDP's keys under `prefix` (`fsdp_config.` in a recipe; nothing in an accelerate file's
+/// own `fsdp_config` block, which the caller passes as `fsdp_config.`).
+pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
+    for key in ["fsdp_version", "version"] {
+        if let Some((field, version)) = m.count(&format!("{prefix}{key}"), (1, 2)) {
+            m.mapped(
+                &field,
+                if version == 2 {
+                    "FSDP2: each parameter sharded, as planned"
+                } else {
+                    "FSDP1: flat parameters, planned as FSDP2 shards them (docs/plans.md)"
+                },
+            );
+        }
+    }
+    for key in ["fsdp_sharding_strategy", "sharding_strategy"] {
+        if let Some((field, name)) = m.text(&format!("{prefix}{key}")) {
+            let sharding = match name.as_str() {
+                "FULL_SHARD" | "1" => Some(Sharding::Full),
+                "SHARD_GRAD_OP" | "2" => Some(Sharding::Gradients),
+                "NO_SHARD" | "3" => Some(Sharding::None),
+                _ => None,
+            };
+            match sharding {
+                Some(sharding) => {
+                    m.intent.sharding = Some(sharding);
+                    m.mapped(&field, format!("strategies.sharding={}", sharding.name()));
+                }
+                None => m.refused(
+                    &field,
+                    format!("{name}: not planned (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD are)"),
+                ),
+            }
+        }
+    }
+    for key in ["fsdp_reshard_after_forward", "reshard_after_forward"] {
+        if let Some((field, on)) = m.flag(&format!("{prefix}{key}")) {
+            let sharding = if on {
+                Sharding::Full
+            } else {
+                Sharding::Gradients
+            };
+            m.intent.sharding = Some(sharding);
+            m.mapped(
+                &field,
+                format!(
+                    "strategies.sharding={} ({})",
+                    sharding.name(),
+                    sharding.fsdp_name()
+                ),
+            );
+        }
+    }
+    for key in [
+        "fsdp_offload_params",
+        "offload_params",
+        "fsdp_cpu_offload",
+        "cpu_offload",
+    ] {
+        if let Some((field, on)) = m.flag(&format!("{prefix}{key}")) {
+            if on {
+                m.refused(&field, PARAMETERS_ON_HOST);
+            } else {
+                m.mapped(&field, "parameters stay on the GPUs");
+            }
+        }
+    }
+    for key in ["fsdp_activation_checkpointing", "activation_checkpointing"] {
+        if let Some((field, on)) = m.flag(&format!("{prefix}{key}")) {
+            if on {
+                m.intent.checkpointing = Some(true);
+                m.mapped(&field, "strategies.checkpointing=layers");
+            } else {
+                m.mapped(
+                    &field,
+                    "no checkpointing by FSDP (the trainer's own switch decides)",
+                );
+            }
+        }
+    }
+    m.ignore_all(&[&format!("{prefix}*")], FSDP_SET_UP);
+}
+
+/// A DeepSpeed JSON's fields (the file a recipe's `deepspeed` names, or one passed beside).
+pub fn deepspeed(m: &mut Mapper) {
+    if let Some((field, stage)) = m.count("zero_optimization.stage", (0, 3)) {
+        let sharding = match stage {
+            0 => Sharding::None,
+            1 => Sharding::Optimizer,
+            2 => Sharding::Gradients,
+            _ => Sharding::Full,
+        };
+        m.intent.sharding = Some(sharding);
+        m.mapped(
+            &field,
+            format!("strategies.sharding={} (ZeRO-{stage})", sharding.name()),
+        );
+    }
+    if let Some((field, device)) = m.text("zero_optimization.offload_optimizer.device") {
+        match device.as_str() {
+            "cpu" => {
+                m.intent.offload_optimizer = true;
+                m.mapped(&field, "strategies.offload=optimizer (ZeRO-Offload)");
+            }
+            "none" => m.mapped(&field, "optimizer state on the GPUs"),
+            _ => m.refused(&field, format!("{device}: only cpu or none are planned")),
+        }
+    }
+    if let Some((field, device)) = m.text("zero_optimization.offload_param.device") {
+        match device.as_str() {
+            "none" => m.mapped(&field, "parameters on the GPUs"),
+            _ => m.refused(&field, PARAMETERS_ON_HOST),
+        }
+    }
+    for (path, what) in [
+        ("train_micro_batch_size_per_gpu", "batch"),
+        ("gradient_accumulation_steps", "accumulation"),
+    ] {
+        if let Some(field) = m.take(path) {
+            match &field.value {
+                Value::Text(t) if t == "auto" => m.ignored(&field, "auto: the trainer's value"),
+                Value::Int(n) if *n >= 1 => {
+                    let n = *n as usize;
+                    if what == "batch" {
+                        m.intent.batch = Some(n);
+                        m.mapped(
+                            &field,
+                            format!(
+                                "a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"
+                            ),
+                        );
+                    } else {
+                        m.intent.accumulation = Some(n);
+                        m.mapped(
+                            &field,
+                            format!(
+                                "strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"
+                            ),
+                        );
+                    }
+                }
+                _ => m.refused(&field, "expected auto or a whole number from 1"),
+            }
+        }
+    }
+    for path in ["bf16.enabled", "fp16.enabled"] {
+        if let Some(field) = m.take(path) {
+            match &field.value {
+                Value::Text(t) if t == "auto" => m.ignored(&field, "auto: the trainer's precision"),
+                Value::Bool(true) => {
+                    m.intent.compute_16 = true;
+                    m.mapped(&field, "16-bit compute");
+                }
+                Value::Bool(false) => m.mapped(&field, "off"),
+                _ => m.refused(&field, "expected auto, true or false"),
+            }
+        }
+    }
+    m.ignore_all(
+        &["zero_optimization*"],
+        "DeepSpeed's buckets, thresholds and overlap: the plan gathers and reduces a block at \
+         a time as FSDP2 does (docs/plans.md says where the engines differ)",
+    );
+    m.ignore_all(
+        &[
+            "train_batch_size",
+            "gradient_clipping",
+            "steps_per_print",
+            "wall_clock_breakdown",
+            "zero_allow_untested_optimizer",
+            "zero_force_ds_cpu_optimizer",
+            "optimizer",
+            "scheduler",
+            "bf16",
+            "fp16",
+            "communication_data_type",
+            "prescale_gradients",
+            "flops_profiler",
+        ],
+        "does not change what a GPU holds",
+    );
+    m.rest_unread("a DeepSpeed config");
+}
+
+/// An accelerate config (`accelerate config`'s YAML).
+pub fn accelerate(m: &mut Mapper) {
+    if let Some((field, kind)) = m.text("distributed_type") {
+        match kind.as_str() {
+            "FSDP" => {
+                m.intent.sharding.get_or_insert(Sharding::Full);
+                m.mapped(&field, "FSDP (FULL_SHARD unless its config says otherwise)");
+            }
+            "DEEPSPEED" => m.mapped(&field, "DeepSpeed (its stage below)"),
+            "MULTI_GPU" => {
+                m.intent.sharding = Some(Sharding::None);
+                m.mapped(&field, "strategies.sharding=none (data parallel)");
+            }
+            "NO" => m.mapped(&field, "one process"),
+            _ => m.refused(
+                &field,
+                format!("{kind}: not planned (FSDP, DEEPSPEED, MULTI_GPU, NO are)"),
+            ),
+        }
+    }
+    if let Some((field, n)) = m.count("num_processes", (1, 4096)) {
+        m.intent.gpus = Some(n);
+        m.mapped(&field, format!("gpus={n}"));
+    }
+    if let Some((field, precision)) = m.text("mixed_precision") {
+        match precision.as_str() {
+            "bf16" | "fp16" => {
+                m.intent.compute_16 = true;
+                m.mapped(
+                    &field,
+                    "16-bit compute (f16 stands in for bf16: the same bytes)",
+                );
+            }
+            "no" => m.mapped(&field, "f32 compute"),
+            _ => m.refused(
+                &field,
+                format!("{precision}: not planned (bf16, fp16, no are)"),
+            ),
+        }
+    }
+    if let Some((field, stage)) = m.count("deepspeed_config.zero_stage", (0, 3)) {
+        let sharding = [
+            Sharding::None,
+            Sharding::Optimizer,
+            Sharding::Gradients,
+            Sharding::Full,
+        ][stage];
+        m.intent.sharding = Some(sharding);
+        m.mapped(
+            &field,
+            format!("strategies.sharding={} (ZeRO-{stage})", sharding.name()),
+        );
+    }
+    if let Some((field, device)) = m.text("deepspeed_config.offload_optimizer_device") {
+        match device.as_str() {
+            "cpu" => {
+                m.intent.offload_optimizer = true;
+                m.mapped(&field, "strategies.offload=optimizer (ZeRO-Offload)");
+            }
+            "none" => m.mapped(&field, "optimizer state on the GPUs"),
+            _ => m.refused(&field, format!("{device}: only cpu or none are planned")),
+        }
+    }
+    if let Some((field, device)) = m.text("deepspeed_config.offload_param_device") {
+        if device == "none" {
+            m.mapped(&field, "parameters on the GPUs");
+        } else {
+            m.refused(&field, PARAMETERS_ON_HOST);
+        }
+    }
+    fsdp_config(m, "fsdp_config.");
+    m.ignore_all(
+        &[
+            "compute_environment",
+            "debug",
+            "downcast_bf16",
+            "enable_cpu_affinity",
+            "machine_rank",
+            "main_training_function",
+            "num_machines",
+            "rdzv_backend",
+            "same_network",
+            "tpu_env",
+            "tpu_use_cluster",
+            "tpu_use_sudo",
+            "use_cpu",
+            "gpu_ids",
+            "main_process_port",
+            "main_process_ip",
+            "deepspeed_config*",
+            "dynamo_config*",
+            "parallelism_config*",
+        ],
+        "does not change what a GPU holds",
+    );
+    m.rest_unread("an accelerate config");
+}
+
+/// torchtune's configs name their launch in a comment (`tune run --nproc_per_node 2
+/// lora_finetune_distributed --config ...`): the process count, and whether the recipe shards.
+pub fn torchtune_launch(text: &str) -> Option<(usize, String, usize, bool)> {
+    for (index, line) in text.lines().enumerate() {
+        let Some(comment) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let words: Vec<&str> = comment.split_whitespace().collect();
+        if words.len() < 2 || words[0] != "tune" || words[1] != "run" {
+            continue;
+        }
+        let processes = words
+            .windows(2)
+            .find(|w| w[0] == "--nproc_per_node")
+            .and_then(|w| w[1].parse::<usize>().ok())
+            .unwrap_or(1);
+        let distributed = words.iter().any(|w| w.ends_with("_distributed"));
+        let command = words
+            .iter()
+            .take_while(|w| **w != "--config")
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Some((index + 1, command, processes, distributed));
+    }
+    None
+}

@@ -1,0 +1,299 @@
+//! LLaMA-Factory's YAML (its `hparams` dataclasses, read 2026-11-27): gradient checkpointing is
+//! on unless `disable_gradient_checkpointing`; the model loads in bf16 when `bf16` is set and
+//! its trained parameters are upcast to f32 (LoRA's factors, or a full fine-tune's weights,
+//! unless `pure_bf16`); `cutoff_len` is 2,048 and a GPU's batch 8 by default.
+
+use super::intent::{Base, ModelRef};
+use super::reading::Mapper;
+use super::{launch, shared};
+
+pub fn read(m: &mut Mapper) {
+    if let Some((field, id)) = m.text("model_name_or_path") {
+        m.mapped(
+            &field,
+            "the model: the Hub id's config.json (or --hf-config)",
+        );
+        m.intent.model = Some(ModelRef::Hub(id));
+    }
+    if let Some((field, stage)) = m.text("stage") {
+        match stage.as_str() {
+            "sft" | "pt" => m.mapped(&field, "one model trained on tokens, as planned"),
+            _ => m.refused(
+                &field,
+                format!("{stage}: a reference model, reward head or value model beside the trained one is not planned"),
+            ),
+        }
+    }
+    let finetuning = m.text("finetuning_type");
+    match &finetuning {
+        Some((field, kind)) => match kind.as_str() {
+            "lora" => {
+                m.intent.lora = true;
+                m.mapped(field, "strategies.trainable=lora");
+            }
+            "full" => m.mapped(field, "every weight trained"),
+            _ => m.refused(field, format!("{kind}: lora and full are planned")),
+        },
+        None => {
+            m.intent.lora = true;
+            m.default(
+                "finetuning_type",
+                "lora",
+                "LLaMA-Factory's default: strategies.trainable=lora",
+            );
+        }
+    }
+    if let Some((field, bits)) = m.count("quantization_bit", (2, 8)) {
+        match bits {
+            4 => {
+                m.intent.base = Some(Base::Q4);
+                m.mapped(&field, "strategies.weight_dtype=q4");
+            }
+            8 => {
+                m.intent.base = Some(Base::Q8);
+                m.mapped(&field, "strategies.weight_dtype=q8");
+            }
+            _ => m.refused(
+                &field,
+                format!("{bits}-bit bases are not planned (4 and 8 are)"),
+            ),
+        }
+    }
+    if let Some((field, method)) = m.text("quantization_method") {
+        if method == "bnb" || method == "bitsandbytes" {
+            m.mapped(&field, "bitsandbytes' blocks, as planned");
+        } else {
+            m.refused(&field, format!("{method}: bitsandbytes (bnb) is planned"));
+        }
+    }
+    if m.intent.lora {
+        if !m.has("lora_rank") {
+            m.intent.lora_rank = Some(8);
+            m.default(
+                "lora_rank",
+                "8",
+                "LLaMA-Factory's default: strategies.lora_rank=8",
+            );
+        }
+        let rank = m.intent.lora_rank;
+        shared::lora_numbers(
+            m,
+            "lora_rank",
+            "lora_alpha",
+            "lora_dropout",
+            "LLaMA-Factory",
+        );
+        if m.intent.lora_alpha.is_none() {
+            let alpha = 2 * m.intent.lora_rank.or(rank).unwrap_or(8);
+            m.intent.lora_alpha = Some(alpha as f64);
+            m.default(
+                "lora_alpha",
+                "rank x 2",
+                format!("LLaMA-Factory's default: strategies.lora_alpha={alpha}"),
+            );
+        }
+        match m.names("lora_target") {
+            Some((field, modules)) => shared::targets(m, &field, &modules),
+            None => m.default(
+                "lora_target",
+                "all",
+                "LLaMA-Factory's default: adapters on every linear layer of the body",
+            ),
+        }
+        shared::refuse_if_set(
+            m,
+            &["additional_target"],
+            "whole modules trained beside the adapters are not planned",
+        );
+        shared::refuse_if_true(m, &["use_dora"], "DoRA is not planned");
+        shared::refuse_if_true(m, &["pissa_init"], "PiSSA's initialisation is not planned");
+    }
+    match m.count("cutoff_len", (1, 1 << 20)) {
+        Some((field, n)) => {
+            m.intent.seq_len = Some(n);
+            m.mapped(&field, format!("data.seq_len={n}"));
+        }
+        None => {
+            m.intent.seq_len = Some(2048);
+            m.default(
+                "cutoff_len",
+                "2048",
+                "LLaMA-Factory's default: data.seq_len=2048",
+            );
+        }
+    }
+    shared::packing(m, &["packing", "neat_packing"], "cutoff_len");
+    match m.count("per_device_train_batch_size", (1, 1 << 20)) {
+        Some((field, n)) => {
+            m.intent.batch = Some(n);
+            m.mapped(
+                &field,
+                format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
+            );
+        }
+        None => {
+            m.intent.batch = Some(8);
+            m.default(
+                "per_device_train_batch_size",
+                "8",
+                "transformers' default: a micro-batch of 8",
+            );
+        }
+    }
+    if let Some((field, n)) = m.count("per_device_eval_batch_size", (1, 1 << 20)) {
+        m.intent.eval_batch = Some(n);
+        m.mapped(&field, format!("eval_batch_size={n}"));
+    }
+    if let Some((field, n)) = m.count("gradient_accumulation_steps", (1, 1 << 20)) {
+        m.intent.accumulation = Some(n);
+        m.mapped(
+            &field,
+            format!("strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"),
+        );
+    }
+    let pure = m.flag("pure_bf16");
+    let mut half = false;
+    for key in ["bf16", "fp16"] {
+        if let Some((field, on)) = m.flag(key) {
+            half |= on;
+            m.mapped(
+                &field,
+                if on {
+                    "16-bit compute; the frozen base loaded in 16 bits"
+                } else {
+                    "off"
+                },
+            );
+        }
+    }
+    match pure {
+        Some((field, true)) => {
+            half = true;
+            m.mapped(&field, "everything in 16 bits: strategies.weight_dtype=f16");
+            m.intent.base.get_or_insert(Base::Half);
+        }
+        Some((field, false)) => m.mapped(&field, "off"),
+        None => {}
+    }
+    m.intent.compute_16 |= half;
+    // A LoRA base loads in 16 bits (its factors upcast to f32); a full fine-tune's trained
+    // weights are upcast to f32 unless pure_bf16, and computed in 16 bits.
+    if half && m.intent.lora && m.intent.base.is_none() {
+        m.intent.base = Some(Base::Half);
+    }
+    match m.flag("disable_gradient_checkpointing") {
+        Some((field, off)) => {
+            m.intent.checkpointing = Some(!off);
+            m.mapped(
+                &field,
+                format!(
+                    "strategies.checkpointing={}",
+                    if off { "none" } else { "layers" }
+                ),
+            );
+        }
+        None => {
+            m.intent.checkpointing = Some(true);
+            m.default(
+                "disable_gradient_checkpointing",
+                "false",
+                "LLaMA-Factory's default: strategies.checkpointing=layers",
+            );
+        }
+    }
+    match m.text("flash_attn") {
+        Some((field, kind)) => match kind.as_str() {
+            "auto" | "fa2" | "fa3" | "sdpa" => {
+                m.intent.attention = Some(crate::engine::config::OpPath::Fused);
+                m.mapped(&field, "strategies.attention=fused");
+            }
+            "disabled" => {
+                m.intent.attention = Some(crate::engine::config::OpPath::Naive);
+                m.mapped(&field, "strategies.attention=naive (eager)");
+            }
+            _ => m.refused(&field, format!("{kind}: auto, fa2, sdpa or disabled")),
+        },
+        None => {
+            m.intent.attention = Some(crate::engine::config::OpPath::Fused);
+        }
+    }
+    shared::optimizer(m, "optim", "adamw_torch");
+    shared::refuse_if_true(
+        m,
+        &["enable_liger_kernel"],
+        "Liger's kernels keep less for backward than the ops vramlab plans: the plan holds more \
+         than this recipe",
+    );
+    shared::refuse_if_true(
+        m,
+        &[
+            "use_unsloth",
+            "use_galore",
+            "use_badam",
+            "use_apollo",
+            "use_adam_mini",
+            "use_llama_pro",
+        ],
+        "this method's memory is not planned",
+    );
+    launch::fsdp(m);
+    if let Some((field, path)) = m.text("deepspeed") {
+        m.mapped(&field, format!("read {path} beside the recipe (below)"));
+    }
+    m.ignore_all(
+        &[
+            "trust_remote_code",
+            "do_train",
+            "do_eval",
+            "do_predict",
+            "dataset",
+            "eval_dataset",
+            "dataset_dir",
+            "template",
+            "max_samples",
+            "preprocessing_num_workers",
+            "dataloader_num_workers",
+            "output_dir",
+            "logging_steps",
+            "save_steps",
+            "plot_loss",
+            "overwrite_output_dir",
+            "save_only_model",
+            "report_to",
+            "learning_rate",
+            "num_train_epochs",
+            "max_steps",
+            "lr_scheduler_type",
+            "warmup_ratio",
+            "warmup_steps",
+            "ddp_timeout",
+            "resume_from_checkpoint",
+            "val_size",
+            "eval_strategy",
+            "eval_steps",
+            "overwrite_cache",
+            "seed",
+            "weight_decay",
+            "max_grad_norm",
+            "run_name",
+            "tokenized_path",
+            "streaming",
+            "buffer_size",
+            "mix_strategy",
+            "interleave_probs",
+            "save_strategy",
+            "save_total_limit",
+            "push_to_hub",
+            "hub_model_id",
+            "lora_dropout_",
+            "use_rslora",
+            "create_new_adapter",
+            "adapter_name_or_path",
+            "train_on_prompt",
+            "mask_history",
+            "enable_thinking",
+        ],
+        "does not change what a GPU holds",
+    );
+    m.rest_unread("LLaMA-Factory");
+}
