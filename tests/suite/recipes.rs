@@ -10,6 +10,9 @@ use vramlab::engine::recipe::{self, Kind, ModelRef, Reading, Recipe};
 use super::support::{vramlab, vramlab_json};
 
 const RECIPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/recipes");
+/// Below what axolotl/lora-8b.yml holds at two blocks of 1,024 tokens (5.58 GiB planned), above
+/// what a smaller micro-batch makes it hold (4.50 GiB).
+const WRITE_BUDGET: &str = "5GiB";
 
 fn parse(path: &str) -> Recipe {
     let text = std::fs::read_to_string(Path::new(RECIPES).join(path)).unwrap();
@@ -201,7 +204,7 @@ fn each_fixture_maps_its_fields_and_names_what_it_refuses() {
     assert!(
         zero3
             .sets
-            .contains(&"strategies.mixed_precision=f16".to_string())
+            .contains(&"strategies.weight_dtype=f16".to_string())
     );
     assert_eq!(
         line_of(&zero3, "zero_optimization.stage").kind,
@@ -319,4 +322,59 @@ fn a_recipe_plans_as_its_flags_and_refuses_by_name() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("line 3, column"), "{stderr}");
+}
+
+/// `--write-recipe`: an Axolotl recipe that does not fit its budget is written back with the
+/// first planned change that fits, as Axolotl's own fields, every comment of the user's kept;
+/// planned again from the written file, it fits.
+#[test]
+fn a_recipe_that_does_not_fit_is_written_back_as_one_that_fits() {
+    let hf = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/hf/llama-3.1-8b-instruct.json"
+    );
+    let source = format!("{RECIPES}/axolotl/lora-8b.yml");
+    let written = std::env::temp_dir().join("vramlab-written-lora-8b.yml");
+    let _ = std::fs::remove_file(&written);
+    // Two blocks keep the plans short; the budget is below what the recipe needs there.
+    let common = [
+        "--hf-config",
+        hf,
+        "--allow-unmodelled",
+        "--set",
+        "model.layers=2",
+        "--set",
+        "data.seq_len=1024",
+        "--budget",
+        WRITE_BUDGET,
+    ];
+    let mut args = vec!["plan", "--recipe", &source];
+    args.extend(common);
+    let out_path = written.to_str().unwrap();
+    args.extend(["--write-recipe", out_path]);
+    let out = vramlab(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("does not fit") && stdout.contains("wrote "),
+        "{stdout}"
+    );
+
+    let before = std::fs::read_to_string(&source).unwrap();
+    let after = std::fs::read_to_string(&written).unwrap();
+    for comment in before.lines().filter(|l| l.trim_start().starts_with('#')) {
+        assert!(after.contains(comment), "{comment:?} lost:\n{after}");
+    }
+    assert!(after.contains("# vramlab: was "), "{after}");
+    assert!(after.lines().count() > before.lines().count());
+
+    let mut again = vec!["plan", "--recipe", out_path];
+    again.extend(common);
+    again.push("--json");
+    let replanned: Plan = vramlab_json(&again);
+    assert_eq!(replanned.fits, Some(true), "{after}");
 }

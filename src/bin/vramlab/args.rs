@@ -188,9 +188,10 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "RECIPE.yaml", conflicts_with_all = ["preset", "config", "data"])]
     pub recipe: Option<PathBuf>,
     /// With --recipe: the accelerate config (YAML) or DeepSpeed JSON the recipe is launched
-    /// with (its process count, sharding, offload and precision).
+    /// with (its process count, sharding, offload and precision); repeatable (an accelerate
+    /// config and the DeepSpeed JSON it names).
     #[arg(long, value_name = "FILE", requires = "recipe")]
-    pub launcher: Option<PathBuf>,
+    pub launcher: Vec<PathBuf>,
     /// With --recipe: plan even where the recipe has a field vramlab does not model (each
     /// named, and the plan said to be without it).
     #[arg(long, requires = "recipe")]
@@ -289,6 +290,12 @@ pub struct PlanArgs {
     /// name every figure that differs (exit 1 when one does).
     #[arg(long, value_name = "PLAN.json", conflicts_with_all = ["model_adapter", "preset", "config", "hf_config"])]
     pub compare_page: Option<PathBuf>,
+    /// With --recipe and --budget: when the recipe does not fit, write it to OUT with the
+    /// first planned change that fits (a smaller micro-batch, checkpointing, an 8-bit
+    /// optimizer, a 4-bit base...) as its own fields, every other line and comment kept, a
+    /// comment above each change with the planned figure.
+    #[arg(long, value_name = "OUT.yaml", requires_all = ["recipe", "budget"])]
+    pub write_recipe: Option<PathBuf>,
 }
 
 impl PlanArgs {
@@ -430,7 +437,7 @@ impl ConfigArgs {
         let recipe = self
             .recipe
             .as_deref()
-            .map(|path| recipes::read(path, self.launcher.as_deref()))
+            .map(|path| recipes::read(path, &self.launcher))
             .transpose()?;
         // Refusals before the model: a recipe that cannot be planned needs no download.
         if let Some(recipe) = &recipe {

@@ -183,7 +183,13 @@ fn plan(args: &args::PlanArgs) -> anyhow::Result<()> {
         Some(file) => engine::device::planner_modelling(plan::modelled_in(file)?)?,
         None => engine::device::planner()?,
     };
-    plan::run(&config, &gpu, args.json)
+    let planned = plan::run(&config, &gpu, args.json)?;
+    match (&args.write_recipe, &args.source.recipe) {
+        (Some(out), Some(recipe)) => {
+            recipes::write_back(recipe, &args.source.launcher, &planned, out)
+        }
+        _ => Ok(()),
+    }
 }
 
 fn claims_report(args: &ClaimsArgs) -> anyhow::Result<()> {

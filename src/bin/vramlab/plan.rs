@@ -17,7 +17,7 @@ use vramlab::engine::plan::{self, Checked, PLAN_STEPS, Plan};
 use vramlab::engine::strategies::weight_dtype::QuantizedWeights;
 use vramlab::engine::{Gpu, RunConfig};
 
-pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
+pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<Plan> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] planning: {msg}")
@@ -38,7 +38,7 @@ pub fn run(config: &RunConfig, gpu: &Gpu, json: bool) -> anyhow::Result<()> {
     } else {
         print_table(&planned);
     }
-    Ok(())
+    Ok(planned)
 }
 
 /// A plan's JSON read back: the page's export or `vramlab plan --json`.

@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use vramlab::engine::ConfigError;
-use vramlab::engine::recipe::{self, Reading, Recipe};
+use vramlab::engine::format::ByteFormat;
+use vramlab::engine::overrides::apply_overrides;
+use vramlab::engine::plan::{Checked, Plan};
+use vramlab::engine::recipe::{self, Reading, Recipe, write};
 
 /// A recipe as read: its label (the path) and reading.
 pub struct ReadRecipe {
@@ -34,7 +38,15 @@ fn named_file(recipe: &Path, named: &str) -> Option<PathBuf> {
 }
 
 /// Read `path`, the file its `deepspeed` field names and `launcher`; print the reading.
-pub fn read(path: &Path, launcher: Option<&Path>) -> Result<ReadRecipe, ConfigError> {
+pub fn read(path: &Path, launcher: &[PathBuf]) -> Result<ReadRecipe, ConfigError> {
+    let (_, reading) = load(path, launcher)?;
+    let label = path.display().to_string();
+    eprint!("{}", reading.render(&label));
+    Ok(ReadRecipe { label, reading })
+}
+
+/// The recipe at `path` and its reading (with the files beside it), printing nothing.
+fn load(path: &Path, launcher: &[PathBuf]) -> Result<(Recipe, Reading), ConfigError> {
     let recipe = parse("--recipe", path)?;
     let mut beside = Vec::new();
     if let Some((field, named)) = recipe.names_file() {
@@ -50,13 +62,93 @@ pub fn read(path: &Path, launcher: Option<&Path>) -> Result<ReadRecipe, ConfigEr
         })?;
         beside.push((file.display().to_string(), parse("--recipe", &file)?));
     }
-    if let Some(file) = launcher {
+    for file in launcher {
         beside.push((file.display().to_string(), parse("--launcher", file)?));
     }
     let reading = recipe::read(&recipe, &beside).map_err(|err| invalid("--recipe", path, err))?;
-    let label = path.display().to_string();
-    eprint!("{}", reading.render(&label));
-    Ok(ReadRecipe { label, reading })
+    Ok((recipe, reading))
+}
+
+/// `--write-recipe OUT`: the recipe with the first of the plan's suggestions that fits and
+/// that its format can say, written to `out`; nothing written when the plan fits as it is.
+pub fn write_back(
+    path: &Path,
+    launcher: &[PathBuf],
+    planned: &Plan,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let format = ByteFormat::MIB_OR_GIB;
+    let budget = planned.budget_bytes.ok_or_else(|| {
+        anyhow::anyhow!("--write-recipe needs --budget: the change is one that fits it")
+    })?;
+    if planned.fits == Some(true) {
+        println!(
+            "{} fits {} as it is: {} not written",
+            path.display(),
+            format.of(budget),
+            out.display()
+        );
+        return Ok(());
+    }
+    let (recipe, reading) = load(path, launcher)?;
+    let mut why_not = Vec::new();
+    for checked in &planned.suggestions {
+        let Checked::Fits {
+            high_water_in_use_bytes,
+            ..
+        } = checked.checked
+        else {
+            continue;
+        };
+        let assignments = checked.suggestion.assignments();
+        let changed = apply_overrides(
+            planned.config.clone(),
+            assignments.iter().map(String::as_str),
+        )?;
+        let edits = match write::edits(&recipe, &reading, &assignments, &changed) {
+            Ok(edits) => edits,
+            Err(why) => {
+                why_not.push(why);
+                continue;
+            }
+        };
+        let note = format!(
+            "with {} vramlab plans {} in use at the high-water mark, fitting {}",
+            assignments.join(", "),
+            format.of(high_water_in_use_bytes),
+            format.of(budget)
+        );
+        let text = match write::apply(&recipe, &edits, &note) {
+            Ok(text) => text,
+            Err(why) => {
+                why_not.push(why);
+                continue;
+            }
+        };
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+        println!("wrote {}: {note}", out.display());
+        for e in &edits {
+            println!("  {}: {}", e.path, e.value);
+        }
+        println!(
+            "  (--set flags given here are not written into it; plan it with the same ones: \
+             vramlab plan --recipe {} ...)",
+            out.display()
+        );
+        return Ok(());
+    }
+    if why_not.is_empty() {
+        anyhow::bail!(
+            "no planned change fits {}: {} not written",
+            format.of(budget),
+            out.display()
+        );
+    }
+    anyhow::bail!(
+        "no change that fits can be written as this recipe's fields ({}): {} not written",
+        why_not.join("; "),
+        out.display()
+    )
 }
 
 /// A Hub id as `--hf-config` takes it; a local model directory as its config.json.

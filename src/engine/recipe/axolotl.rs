@@ -48,11 +48,11 @@ pub fn read(m: &mut Mapper) {
             ),
             (_, Some((field, modules))) => shared::targets(m, &field, &modules),
             (Some((_, true)), None) => {}
-            (_, None) => m.default(
+            (_, None) => m.refused_default(
                 "lora_target_modules",
-                "PEFT's default for the model type",
-                "refused: PEFT's default targets (q_proj and v_proj on Llama) are a subset of \
-                 the matrices vramlab adapts; set lora_target_linear: true",
+                "none",
+                "Axolotl passes an empty target list to PEFT; vramlab adapts every matrix of \
+                 the body: set lora_target_linear: true",
             ),
         }
         shared::refuse_if_set(
@@ -72,12 +72,8 @@ pub fn read(m: &mut Mapper) {
         m.intent.seq_len = Some(len);
         m.mapped(&field, format!("data.seq_len={len}"));
     } else if !m.has("sequence_len") {
-        m.intent.seq_len = Some(2048);
-        m.default(
-            "sequence_len",
-            "2048",
-            "Axolotl's default: data.seq_len=2048",
-        );
+        m.intent.seq_len = Some(512);
+        m.default("sequence_len", "512", "Axolotl's default: data.seq_len=512");
     }
     shared::packing(
         m,
@@ -90,7 +86,7 @@ pub fn read(m: &mut Mapper) {
             &field,
             format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
         );
-    } else {
+    } else if !m.has("micro_batch_size") {
         m.intent.batch.get_or_insert(1);
         m.default(
             "micro_batch_size",
@@ -112,6 +108,17 @@ pub fn read(m: &mut Mapper) {
     shared::optimizer(m, "optimizer", "adamw_torch_fused");
     // bf16 / fp16: the model loads in that type (Axolotl's torch_dtype), autocast over it.
     let mut half = false;
+    let stated = ["bf16", "fp16", "bfloat16", "float16", "float32"]
+        .iter()
+        .any(|k| m.has(k));
+    if !stated {
+        half = true;
+        m.default(
+            "bf16",
+            "auto",
+            "Axolotl's default: weights loaded in 16 bits where the GPU has bf16, 16-bit compute",
+        );
+    }
     for key in ["bf16", "fp16", "bfloat16", "float16"] {
         if let Some(field) = m.take(key) {
             let on = matches!(&field.value, super::document::Value::Bool(true))
@@ -147,6 +154,14 @@ pub fn read(m: &mut Mapper) {
         "re-entrant or not, each block's input is kept and the block recomputed",
     );
     shared::attention(m);
+    if let Some((field, on)) = m.flag("eager_attention") {
+        if on {
+            m.intent.attention = Some(OpPath::Naive);
+            m.mapped(&field, "strategies.attention=naive (eager)");
+        } else {
+            m.mapped(&field, "off");
+        }
+    }
     for key in [
         "flash_attention",
         "sdp_attention",
@@ -187,11 +202,21 @@ pub fn read(m: &mut Mapper) {
         &["torch_compile"],
         "torch.compile fuses ops and changes what is kept for backward; not modelled",
     );
-    shared::refuse_if_true(
+    shared::refuse_if_set(
         m,
         &["unfrozen_parameters"],
         "a few named parameters trained in full is not planned",
     );
+    if let Some((field, version)) = m.count("fsdp_version", (1, 2)) {
+        m.mapped(
+            &field,
+            if version == 2 {
+                "FSDP2: each parameter sharded, as planned"
+            } else {
+                "FSDP1: flat parameters, planned as FSDP2 shards them"
+            },
+        );
+    }
     launch::fsdp(m);
     m.ignore_all(
         &["plugins"],

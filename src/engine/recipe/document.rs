@@ -33,7 +33,7 @@ impl Value {
             return Self::Text(text.to_string());
         }
         match text.to_ascii_lowercase().as_str() {
-            "" | "~" | "null" | "none" => return Self::Null,
+            "" | "~" | "null" => return Self::Null,
             "true" | "yes" | "on" => return Self::Bool(true),
             "false" | "no" | "off" => return Self::Bool(false),
             _ => {}

@@ -80,6 +80,8 @@ impl Intent {
             if let Some(alpha) = self.lora_alpha {
                 set("strategies.lora_alpha", number(alpha));
             }
+            // torchtune's factors are in the base's type; over a quantized base vramlab keeps
+            // them in f32 (`Strategies::adapters_in_f32`; validation refuses `base` there).
             if self.adapters_in_base_type && self.base == Some(Base::Half) {
                 set("strategies.adapter_dtype", "base".into());
             }
@@ -98,7 +100,7 @@ impl Intent {
         // micro-batches; a recipe's batch is the micro-batch.
         let accumulation = self.accumulation.unwrap_or(1);
         if let Some(batch) = self.batch {
-            set("batch_size", (batch * accumulation).to_string());
+            set("batch_size", batch.saturating_mul(accumulation).to_string());
         }
         if let Some(batch) = self.eval_batch.or(self.batch) {
             set("eval_batch_size", batch.to_string());

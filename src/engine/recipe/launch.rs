@@ -78,7 +78,15 @@ pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
         }
     }
     for key in ["fsdp_sharding_strategy", "sharding_strategy"] {
-        if let Some((field, name)) = m.text(&format!("{prefix}{key}")) {
+        // accelerate writes the strategy's name or its number.
+        let taken = m.take(&format!("{prefix}{key}")).map(|field| {
+            let name = match &field.value {
+                Value::Int(n) => n.to_string(),
+                other => other.shown(),
+            };
+            (field, name)
+        });
+        if let Some((field, name)) = taken {
             let sharding = match name.as_str() {
                 "FULL_SHARD" | "1" => Some(Sharding::Full),
                 "SHARD_GRAD_OP" | "2" => Some(Sharding::Gradients),
@@ -142,7 +150,16 @@ pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
             }
         }
     }
+    let configured = m.has_prefix(prefix);
     m.ignore_all(&[&format!("{prefix}*")], FSDP_SET_UP);
+    if configured && m.intent.sharding.is_none() {
+        m.intent.sharding = Some(Sharding::Full);
+        m.default(
+            &format!("{prefix}fsdp_sharding_strategy"),
+            "FULL_SHARD",
+            "FSDP's default: strategies.sharding=full",
+        );
+    }
 }
 
 /// A DeepSpeed JSON's fields (the file a recipe's `deepspeed` names, or one passed beside).
@@ -315,6 +332,15 @@ pub fn accelerate(m: &mut Mapper) {
         } else {
             m.refused(&field, PARAMETERS_ON_HOST);
         }
+    }
+    if let Some((field, path)) = m.text("deepspeed_config.deepspeed_config_file") {
+        m.mapped(
+            &field,
+            format!(
+                "names {path}, whose ZeRO stage and offload are read when it is given with \
+                 --launcher too"
+            ),
+        );
     }
     fsdp_config(m, "fsdp_config.");
     m.ignore_all(

@@ -1,7 +1,8 @@
-//! LLaMA-Factory's YAML (its `hparams` dataclasses, read 2026-11-27): gradient checkpointing is
-//! on unless `disable_gradient_checkpointing`; the model loads in bf16 when `bf16` is set and
-//! its trained parameters are upcast to f32 (LoRA's factors, or a full fine-tune's weights,
-//! unless `pure_bf16`); `cutoff_len` is 2,048 and a GPU's batch 8 by default.
+//! LLaMA-Factory's YAML (its `hparams` dataclasses and model loader, read 2026-11-27):
+//! gradient checkpointing is on unless `disable_gradient_checkpointing`; the model loads in the
+//! checkpoint's type (16 bits) and its trained values are upcast to f32 (LoRA's factors, or a
+//! full fine-tune's weights) unless `pure_bf16` or ZeRO-3; `cutoff_len` is 2,048 and a GPU's
+//! batch 8 by default.
 
 use super::intent::{Base, ModelRef};
 use super::reading::Mapper;
@@ -156,30 +157,33 @@ pub fn read(m: &mut Mapper) {
     for key in ["bf16", "fp16"] {
         if let Some((field, on)) = m.flag(key) {
             half |= on;
-            m.mapped(
-                &field,
-                if on {
-                    "16-bit compute; the frozen base loaded in 16 bits"
-                } else {
-                    "off"
-                },
-            );
+            m.mapped(&field, if on { "16-bit compute" } else { "off" });
         }
     }
     match pure {
         Some((field, true)) => {
             half = true;
-            m.mapped(&field, "everything in 16 bits: strategies.weight_dtype=f16");
+            m.mapped(
+                &field,
+                "everything in 16 bits, trained values too: strategies.weight_dtype=f16",
+            );
             m.intent.base.get_or_insert(Base::Half);
+            m.intent.adapters_in_base_type = true;
         }
         Some((field, false)) => m.mapped(&field, "off"),
         None => {}
     }
     m.intent.compute_16 |= half;
-    // A LoRA base loads in 16 bits (its factors upcast to f32); a full fine-tune's trained
-    // weights are upcast to f32 unless pure_bf16, and computed in 16 bits.
-    if half && m.intent.lora && m.intent.base.is_none() {
+    // The model loads in the checkpoint's type (torch_dtype "auto": 16 bits for the Hub's
+    // models), so a LoRA base is 16-bit whatever `bf16` says, its factors upcast to f32; a full
+    // fine-tune's weights are upcast to f32 unless pure_bf16 (or ZeRO-3, `after_launch`).
+    if m.intent.lora && m.intent.base.is_none() {
         m.intent.base = Some(Base::Half);
+        m.default(
+            "(the model's load)",
+            "torch_dtype auto",
+            "LLaMA-Factory loads the checkpoint's type: a 16-bit base (strategies.weight_dtype=f16)",
+        );
     }
     match m.flag("disable_gradient_checkpointing") {
         Some((field, off)) => {
@@ -217,7 +221,7 @@ pub fn read(m: &mut Mapper) {
             m.intent.attention = Some(crate::engine::config::OpPath::Fused);
         }
     }
-    shared::optimizer(m, "optim", "adamw_torch");
+    shared::optimizer(m, "optim", "adamw_torch_fused");
     shared::refuse_if_true(
         m,
         &["enable_liger_kernel"],
@@ -285,7 +289,6 @@ pub fn read(m: &mut Mapper) {
             "save_total_limit",
             "push_to_hub",
             "hub_model_id",
-            "lora_dropout_",
             "use_rslora",
             "create_new_adapter",
             "adapter_name_or_path",
@@ -296,4 +299,29 @@ pub fn read(m: &mut Mapper) {
         "does not change what a GPU holds",
     );
     m.rest_unread("LLaMA-Factory");
+}
+
+/// Under DeepSpeed ZeRO-3 without a quantized base, LLaMA-Factory leaves trained values in the
+/// loaded 16-bit type (no f32 upcast: ZeRO-3 gathers parameters of one type): LoRA's factors in
+/// 16 bits, a full fine-tune's weights too.
+pub fn after_launch(m: &mut Mapper) {
+    let zero3 = m.intent.sharding == Some(crate::engine::config::Sharding::Full)
+        && m.lines.iter().any(|l| l.field == "zero_optimization.stage");
+    if !zero3 || matches!(m.intent.base, Some(Base::Q4) | Some(Base::Q8)) {
+        return;
+    }
+    if m.intent.lora {
+        m.intent.adapters_in_base_type = true;
+    } else {
+        m.intent.base = Some(Base::Half);
+    }
+    m.default(
+        "(upcast of trained values)",
+        "none under ZeRO-3",
+        "LLaMA-Factory keeps trained values in the loaded 16-bit type under ZeRO-3 \
+         (strategies.weight_dtype=f16, LoRA's factors too)",
+    );
+    if let Some(line) = m.lines.last_mut() {
+        line.file = None;
+    }
 }

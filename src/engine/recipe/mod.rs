@@ -13,6 +13,7 @@ pub mod reading;
 mod shared;
 mod torchtune;
 mod trl;
+pub mod write;
 
 use serde::Serialize;
 use thiserror::Error;
@@ -114,7 +115,7 @@ impl Format {
 pub struct Recipe {
     pub format: Format,
     pub document: Document,
-    text: String,
+    pub text: String,
 }
 
 impl Recipe {
@@ -157,6 +158,9 @@ pub struct Reading {
     pub shards: bool,
     pub gpus: Option<usize>,
     pub lines: Vec<Line>,
+    /// What the recipe asked for, as read (what `--write-recipe` changes).
+    #[serde(skip)]
+    pub intent: Intent,
 }
 
 impl Reading {
@@ -294,6 +298,21 @@ pub fn read(recipe: &Recipe, beside: &[(String, Recipe)]) -> Result<Reading, Rec
             }
         }
     }
+    // An accelerate config that names its DeepSpeed file needs that file read too.
+    let deepspeed_beside = beside.iter().any(|(_, f)| f.format == Format::DeepSpeed);
+    if !deepspeed_beside
+        && let Some(line) = m
+            .lines
+            .iter_mut()
+            .find(|l| l.field == "deepspeed_config.deepspeed_config_file")
+    {
+        line.kind = Kind::Refused;
+        line.text =
+            "its ZeRO stage and offload are in that file: give it with --launcher as well".into();
+    }
+    if recipe.format == Format::LlamaFactory {
+        llama_factory::after_launch(&mut m);
+    }
     let shards = m
         .intent
         .sharding
@@ -319,6 +338,7 @@ pub fn read(recipe: &Recipe, beside: &[(String, Recipe)]) -> Result<Reading, Rec
         shards,
         gpus,
         lines: m.lines,
+        intent,
     })
 }
 
@@ -471,10 +491,7 @@ mod tests {
             r.sets
         );
         assert!(r.sets.contains(&"strategies.offload=optimizer".to_string()));
-        assert!(
-            r.sets
-                .contains(&"strategies.mixed_precision=f16".to_string())
-        );
+        assert!(r.sets.contains(&"strategies.weight_dtype=f16".to_string()));
         let overlap = r
             .lines
             .iter()

@@ -130,6 +130,37 @@ impl<'a> Mapper<'a> {
         });
     }
 
+    /// A value the recipe leaves out whose project default changes memory in a way vramlab
+    /// does not model.
+    pub fn refused_default(
+        &mut self,
+        path: &str,
+        value: impl Into<String>,
+        text: impl Into<String>,
+    ) {
+        self.default(path, value, text);
+        if let Some(line) = self.lines.last_mut() {
+            line.kind = Kind::Refused;
+        }
+    }
+
+    /// Whether the recipe states `path` as `true`.
+    pub fn doc_value_is_true(&self, path: &str) -> bool {
+        self.doc
+            .get(path)
+            .is_some_and(|f| f.value == Value::Bool(true))
+    }
+
+    /// Whether the recipe has any field under `prefix` (`fsdp_config.`).
+    pub fn has_prefix(&self, prefix: &str) -> bool {
+        self.doc.fields.iter().any(|f| f.path.starts_with(prefix))
+    }
+
+    /// Whether the recipe states `path` as null (`key:` with nothing, or `null`).
+    pub fn is_null(&self, path: &str) -> bool {
+        self.doc.get(path).is_some_and(|f| f.value == Value::Null)
+    }
+
     /// Every field not taken yet whose path starts with one of `prefixes` (a whole key, or a
     /// key and its children), listed as not changing memory.
     pub fn ignore_all(&mut self, prefixes: &[&str], why: &str) {

@@ -225,6 +225,13 @@ pub fn read(m: &mut Mapper, text: &str) {
                 m.refused(field, names::subset_refusal(&modules));
             }
         }
+        if attn.is_none() && !every {
+            m.refused_default(
+                "model.lora_attn_modules",
+                "none",
+                names::subset_refusal(&modules),
+            );
+        }
         if let Some((field, on)) = &mlp {
             if every {
                 m.mapped(field, "adapters on the MLP's three matrices");
@@ -367,7 +374,16 @@ pub fn read(m: &mut Mapper, text: &str) {
             .to_string();
         match short.as_str() {
             "LinearCrossEntropyLoss" | "CEWithChunkedOutputLoss" => {
-                shared::chunked_loss(m, &field, &format!("torchtune's {short}"))
+                m.intent.cross_entropy = Some(crate::engine::config::OpPath::Fused);
+                m.mapped(
+                    &field,
+                    format!(
+                        "strategies.cross_entropy=fused: torchtune's {short} computes the loss \
+                         a chunk of tokens at a time but keeps each chunk's f32 log-probabilities \
+                         for backward (about the whole logits' size in f32); vramlab's fused loss \
+                         keeps the logits: close to the recipe, not above it"
+                    ),
+                );
             }
             "CrossEntropyLoss" => m.mapped(&field, "the whole logits, as planned"),
             _ => m.refused(&field, format!("{short}: not a loss vramlab plans")),

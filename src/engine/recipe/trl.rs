@@ -17,11 +17,19 @@ pub fn read(m: &mut Mapper) {
         );
         m.intent.model = Some(ModelRef::Hub(id));
     }
-    let dtype = m.text("dtype").or_else(|| m.text("torch_dtype"));
+    // `torch_dtype` is the older name; the newer wins where both are given.
+    let older = m.text("torch_dtype");
+    let newer = m.text("dtype");
+    if let (Some((field, _)), Some(_)) = (&older, &newer) {
+        m.ignored(field, "dtype is given too, and wins");
+    }
+    let dtype = newer.or(older);
+    let mut f32_weights = true;
     match dtype {
         Some((field, name)) => match name.as_str() {
             "float32" => m.mapped(&field, "f32 weights"),
             "bfloat16" | "float16" | "auto" => {
+                f32_weights = false;
                 m.intent.base = Some(Base::Half);
                 m.mapped(
                     &field,
@@ -37,6 +45,15 @@ pub fn read(m: &mut Mapper) {
         None => m.default("dtype", "float32", "TRL's default: f32 weights"),
     }
     shared::quantized_base(m, "load_in_4bit", "load_in_8bit");
+    if f32_weights && matches!(m.intent.base, Some(Base::Q4) | Some(Base::Q8)) {
+        m.refused_default(
+            "dtype",
+            "float32",
+            "over a quantized base TRL keeps what it does not quantize (embeddings, norms, the \
+             output layer) in the model's dtype, f32 by TRL's default; vramlab keeps them in 16 \
+             bits, so the plan holds less: set dtype: bfloat16",
+        );
+    }
     let fp16 = m.flag("fp16");
     let bf16 = m.flag("bf16");
     let fp16_on = fp16.as_ref().is_some_and(|(_, on)| *on);
@@ -77,21 +94,21 @@ pub fn read(m: &mut Mapper) {
             );
         }
         if !m.has("lora_dropout") {
-            m.default(
+            m.refused_default(
                 "lora_dropout",
                 "0.05",
-                "refused: TRL's default dropout keeps a dropped copy of each adapted layer's \
-                 input, which vramlab does not plan; set lora_dropout: 0.0",
+                "TRL's default dropout keeps a dropped copy of each adapted layer's input, \
+                 which vramlab does not plan; set lora_dropout: 0.0",
             );
         }
         shared::lora_numbers(m, "lora_r", "lora_alpha", "lora_dropout", "PEFT");
         match m.names("lora_target_modules") {
             Some((field, modules)) => shared::targets(m, &field, &modules),
-            None => m.default(
+            None => m.refused_default(
                 "lora_target_modules",
                 "PEFT's default for the model type",
-                "refused: PEFT's default targets (q_proj and v_proj on Llama) are a subset of \
-                 the matrices vramlab adapts; set lora_target_modules: all-linear",
+                "PEFT's default targets (q_proj and v_proj on Llama) are a subset of the \
+                 matrices vramlab adapts; set lora_target_modules: all-linear",
             ),
         }
         shared::refuse_if_set(
@@ -100,14 +117,37 @@ pub fn read(m: &mut Mapper) {
             "whole modules trained beside the adapters are not planned",
         );
         shared::refuse_if_true(m, &["use_dora"], "DoRA is not planned");
+        if matches!(m.intent.base, Some(Base::Q4) | Some(Base::Q8)) {
+            m.default(
+                "(the adapters' type)",
+                "16 bits",
+                "over a quantized base TRL casts the adapters to 16 bits; vramlab keeps them in \
+                 f32 (the plan holds 2 bytes more a trained value, and its gradient and state)",
+            );
+        }
     }
-    let length = m
-        .count("max_length", (1, 1 << 20))
-        .or_else(|| m.count("max_seq_length", (1, 1 << 20)));
+    // `max_seq_length` is the older name; the newer wins where both are given. A null length
+    // truncates nothing: the data decides.
+    let older = m.count("max_seq_length", (1, 1 << 20));
+    let untruncated = m.is_null("max_length");
+    let newer = m.count("max_length", (1, 1 << 20));
+    if let (Some((field, _)), Some(_)) = (&older, &newer) {
+        m.ignored(field, "max_length is given too, and wins");
+    }
+    let length = newer.or(older);
     match length {
         Some((field, n)) => {
             m.intent.seq_len = Some(n);
             m.mapped(&field, format!("data.seq_len={n}"));
+        }
+        None if untruncated => {
+            m.intent.seq_len = Some(1024);
+            m.default(
+                "max_length",
+                "null",
+                "no truncation: the data decides; planned at data.seq_len=1024 (set \
+                 max_length, or --set data.seq_len=N)",
+            );
         }
         None => {
             m.intent.seq_len = Some(1024);
@@ -183,6 +223,7 @@ pub fn read(m: &mut Mapper) {
     );
     shared::optimizer(m, "optim", "adamw_torch_fused");
     shared::attention(m);
+    let liger = m.has("use_liger_kernel") && m.doc_value_is_true("use_liger_kernel");
     shared::refuse_if_true(
         m,
         &["use_liger_kernel"],
@@ -197,12 +238,17 @@ pub fn read(m: &mut Mapper) {
         Some((field, kind)) => {
             m.refused(&field, format!("{kind}: nll and chunked_nll are planned"))
         }
+        None if liger => m.default(
+            "loss_type",
+            "nll",
+            "TRL's default with use_liger_kernel: Liger's own loss",
+        ),
         None => {
             m.intent.cross_entropy = Some(OpPath::Fused);
             m.default(
                 "loss_type",
                 "chunked_nll",
-                shared::chunked_loss_text("TRL's default chunked loss"),
+                shared::chunked_loss_text("TRL's default chunked loss (its chunks checkpointed)"),
             );
         }
     }
