@@ -68,43 +68,15 @@ pub fn read(m: &mut Mapper) {
              activations are not planned",
         );
     }
-    if let Some((field, len)) = m.count("sequence_len", (1, 1 << 20)) {
-        m.intent.seq_len = Some(len);
-        m.mapped(&field, format!("data.seq_len={len}"));
-    } else if !m.has("sequence_len") {
-        m.intent.seq_len = Some(512);
-        m.default("sequence_len", "512", "Axolotl's default: data.seq_len=512");
-    }
+    shared::length(m, "sequence_len", 512, "Axolotl");
     shared::packing(
         m,
         &["sample_packing", "pad_to_sequence_len"],
         "sequence_len",
     );
-    if let Some((field, n)) = m.count("micro_batch_size", (1, 1 << 20)) {
-        m.intent.batch = Some(n);
-        m.mapped(
-            &field,
-            format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
-        );
-    } else if !m.has("micro_batch_size") {
-        m.intent.batch.get_or_insert(1);
-        m.default(
-            "micro_batch_size",
-            "1",
-            "Axolotl's default: a micro-batch of 1",
-        );
-    }
-    if let Some((field, n)) = m.count("eval_batch_size", (1, 1 << 20)) {
-        m.intent.eval_batch = Some(n);
-        m.mapped(&field, format!("eval_batch_size={n}"));
-    }
-    if let Some((field, n)) = m.count("gradient_accumulation_steps", (1, 1 << 20)) {
-        m.intent.accumulation = Some(n);
-        m.mapped(
-            &field,
-            format!("strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"),
-        );
-    }
+    shared::micro_batch(m, "micro_batch_size", Some((1, "Axolotl's")));
+    shared::eval_batch(m, "eval_batch_size", None);
+    shared::accumulation(m);
     shared::optimizer(m, "optimizer", "adamw_torch_fused");
     // bf16 / fp16: the model loads in that type (Axolotl's torch_dtype), autocast over it.
     let mut half = false;
@@ -139,16 +111,12 @@ pub fn read(m: &mut Mapper) {
         m.intent.base = Some(Base::Half);
     }
     m.intent.compute_16 |= half;
-    if let Some((field, on)) = m.flag("gradient_checkpointing") {
-        m.intent.checkpointing = Some(on);
-        m.mapped(
-            &field,
-            format!(
-                "strategies.checkpointing={}",
-                if on { "layers" } else { "none" }
-            ),
-        );
-    }
+    shared::checkpointing(
+        m,
+        "gradient_checkpointing",
+        true,
+        Some((false, "Axolotl's")),
+    );
     m.ignore_all(
         &["gradient_checkpointing_kwargs*"],
         "re-entrant or not, each block's input is kept and the block recomputed",

@@ -109,49 +109,11 @@ pub fn read(m: &mut Mapper) {
         shared::refuse_if_true(m, &["use_dora"], "DoRA is not planned");
         shared::refuse_if_true(m, &["pissa_init"], "PiSSA's initialisation is not planned");
     }
-    match m.count("cutoff_len", (1, 1 << 20)) {
-        Some((field, n)) => {
-            m.intent.seq_len = Some(n);
-            m.mapped(&field, format!("data.seq_len={n}"));
-        }
-        None => {
-            m.intent.seq_len = Some(2048);
-            m.default(
-                "cutoff_len",
-                "2048",
-                "LLaMA-Factory's default: data.seq_len=2048",
-            );
-        }
-    }
+    shared::length(m, "cutoff_len", 2048, "LLaMA-Factory");
     shared::packing(m, &["packing", "neat_packing"], "cutoff_len");
-    match m.count("per_device_train_batch_size", (1, 1 << 20)) {
-        Some((field, n)) => {
-            m.intent.batch = Some(n);
-            m.mapped(
-                &field,
-                format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
-            );
-        }
-        None => {
-            m.intent.batch = Some(8);
-            m.default(
-                "per_device_train_batch_size",
-                "8",
-                "transformers' default: a micro-batch of 8",
-            );
-        }
-    }
-    if let Some((field, n)) = m.count("per_device_eval_batch_size", (1, 1 << 20)) {
-        m.intent.eval_batch = Some(n);
-        m.mapped(&field, format!("eval_batch_size={n}"));
-    }
-    if let Some((field, n)) = m.count("gradient_accumulation_steps", (1, 1 << 20)) {
-        m.intent.accumulation = Some(n);
-        m.mapped(
-            &field,
-            format!("strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"),
-        );
-    }
+    shared::micro_batch(m, "per_device_train_batch_size", Some((8, "transformers'")));
+    shared::eval_batch(m, "per_device_eval_batch_size", None);
+    shared::accumulation(m);
     let pure = m.flag("pure_bf16");
     let mut half = false;
     for key in ["bf16", "fp16"] {
@@ -185,26 +147,12 @@ pub fn read(m: &mut Mapper) {
             "LLaMA-Factory loads the checkpoint's type: a 16-bit base (strategies.weight_dtype=f16)",
         );
     }
-    match m.flag("disable_gradient_checkpointing") {
-        Some((field, off)) => {
-            m.intent.checkpointing = Some(!off);
-            m.mapped(
-                &field,
-                format!(
-                    "strategies.checkpointing={}",
-                    if off { "none" } else { "layers" }
-                ),
-            );
-        }
-        None => {
-            m.intent.checkpointing = Some(true);
-            m.default(
-                "disable_gradient_checkpointing",
-                "false",
-                "LLaMA-Factory's default: strategies.checkpointing=layers",
-            );
-        }
-    }
+    shared::checkpointing(
+        m,
+        "disable_gradient_checkpointing",
+        false,
+        Some((true, "LLaMA-Factory's")),
+    );
     match m.text("flash_attn") {
         Some((field, kind)) => match kind.as_str() {
             "auto" | "fa2" | "fa3" | "sdpa" => {

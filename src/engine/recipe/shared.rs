@@ -180,3 +180,98 @@ pub fn chunked_loss_text(what: &str) -> String {
          about that"
     )
 }
+
+/// The sequence length at `key`, or `default` as the project's where the recipe has none.
+pub fn length(m: &mut Mapper, key: &str, default: usize, project: &str) {
+    match m.count(key, (1, 1 << 20)) {
+        Some((field, n)) => {
+            m.intent.seq_len = Some(n);
+            m.mapped(&field, format!("data.seq_len={n}"));
+        }
+        None if !m.has(key) => {
+            m.intent.seq_len = Some(default);
+            m.default(
+                key,
+                default.to_string(),
+                format!("{project}'s default: data.seq_len={default}"),
+            );
+        }
+        None => {}
+    }
+}
+
+/// A GPU's micro-batch at `key`, or `default` (its value, whose default it is) where the
+/// recipe has none.
+pub fn micro_batch(m: &mut Mapper, key: &str, default: Option<(usize, &str)>) {
+    match (m.count(key, (1, 1 << 20)), default) {
+        (Some((field, n)), _) => {
+            m.intent.batch = Some(n);
+            m.mapped(
+                &field,
+                format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
+            );
+        }
+        (None, Some((n, whose))) if !m.has(key) => {
+            m.intent.batch = Some(n);
+            m.default(
+                key,
+                n.to_string(),
+                format!("{whose} default: a micro-batch of {n}"),
+            );
+        }
+        (None, _) => {}
+    }
+}
+
+/// The evaluation batch at `key`, or `default` where the recipe has none.
+pub fn eval_batch(m: &mut Mapper, key: &str, default: Option<(usize, &str)>) {
+    match (m.count(key, (1, 1 << 20)), default) {
+        (Some((field, n)), _) => {
+            m.intent.eval_batch = Some(n);
+            m.mapped(&field, format!("eval_batch_size={n}"));
+        }
+        (None, Some((n, whose))) if !m.has(key) => {
+            m.intent.eval_batch = Some(n);
+            m.default(
+                key,
+                n.to_string(),
+                format!("{whose} default: eval_batch_size={n}"),
+            );
+        }
+        (None, _) => {}
+    }
+}
+
+/// `gradient_accumulation_steps`.
+pub fn accumulation(m: &mut Mapper) {
+    if let Some((field, n)) = m.count("gradient_accumulation_steps", (1, 1 << 20)) {
+        m.intent.accumulation = Some(n);
+        m.mapped(
+            &field,
+            format!("strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"),
+        );
+    }
+}
+
+/// Per-layer checkpointing switched by `key` (on when it reads `on_when`: false for
+/// LLaMA-Factory's `disable_gradient_checkpointing`), or `default` (on, whose) where the
+/// recipe has none.
+pub fn checkpointing(m: &mut Mapper, key: &str, on_when: bool, default: Option<(bool, &str)>) {
+    let name = |on: bool| if on { "layers" } else { "none" };
+    match (m.flag(key), default) {
+        (Some((field, value)), _) => {
+            let on = value == on_when;
+            m.intent.checkpointing = Some(on);
+            m.mapped(&field, format!("strategies.checkpointing={}", name(on)));
+        }
+        (None, Some((on, whose))) if !m.has(key) => {
+            m.intent.checkpointing = Some(on);
+            m.default(
+                key,
+                (on == on_when).to_string(),
+                format!("{whose} default: strategies.checkpointing={}", name(on)),
+            );
+        }
+        (None, _) => {}
+    }
+}

@@ -287,20 +287,8 @@ pub fn read(m: &mut Mapper, text: &str) {
             },
         );
     }
-    if let Some((field, n)) = m.count("batch_size", (1, 1 << 20)) {
-        m.intent.batch = Some(n);
-        m.mapped(
-            &field,
-            format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
-        );
-    }
-    if let Some((field, n)) = m.count("gradient_accumulation_steps", (1, 1 << 20)) {
-        m.intent.accumulation = Some(n);
-        m.mapped(
-            &field,
-            format!("strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"),
-        );
-    }
+    shared::micro_batch(m, "batch_size", None);
+    shared::accumulation(m);
     if let Some((field, dtype)) = m.text("dtype") {
         match dtype.as_str() {
             "bf16" | "fp16" if m.intent.base.is_some() => m.mapped(
@@ -326,16 +314,7 @@ pub fn read(m: &mut Mapper, text: &str) {
             _ => m.refused(&field, format!("{dtype}: bf16, fp16 or fp32")),
         }
     }
-    if let Some((field, on)) = m.flag("enable_activation_checkpointing") {
-        m.intent.checkpointing = Some(on);
-        m.mapped(
-            &field,
-            format!(
-                "strategies.checkpointing={}",
-                if on { "layers" } else { "none" }
-            ),
-        );
-    }
+    shared::checkpointing(m, "enable_activation_checkpointing", true, None);
     if let Some((field, on)) = m.flag("enable_activation_offloading") {
         m.intent.offload_activations = on;
         m.mapped(

@@ -159,64 +159,10 @@ pub fn read(m: &mut Mapper) {
         }
     }
     shared::packing(m, &["packing", "padding_free"], "max_length");
-    match m.count("per_device_train_batch_size", (1, 1 << 20)) {
-        Some((field, n)) => {
-            m.intent.batch = Some(n);
-            m.mapped(
-                &field,
-                format!("a GPU's micro-batch of {n} (batch_size = {n} x accumulation steps)"),
-            );
-        }
-        None => {
-            m.intent.batch = Some(8);
-            m.default(
-                "per_device_train_batch_size",
-                "8",
-                "transformers' default: a micro-batch of 8",
-            );
-        }
-    }
-    match m.count("per_device_eval_batch_size", (1, 1 << 20)) {
-        Some((field, n)) => {
-            m.intent.eval_batch = Some(n);
-            m.mapped(&field, format!("eval_batch_size={n}"));
-        }
-        None => {
-            m.intent.eval_batch = Some(8);
-            m.default(
-                "per_device_eval_batch_size",
-                "8",
-                "transformers' default: eval_batch_size=8",
-            );
-        }
-    }
-    if let Some((field, n)) = m.count("gradient_accumulation_steps", (1, 1 << 20)) {
-        m.intent.accumulation = Some(n);
-        m.mapped(
-            &field,
-            format!("strategies.grad_accumulation={n} (batch_size = micro-batch x {n})"),
-        );
-    }
-    match m.flag("gradient_checkpointing") {
-        Some((field, on)) => {
-            m.intent.checkpointing = Some(on);
-            m.mapped(
-                &field,
-                format!(
-                    "strategies.checkpointing={}",
-                    if on { "layers" } else { "none" }
-                ),
-            );
-        }
-        None => {
-            m.intent.checkpointing = Some(true);
-            m.default(
-                "gradient_checkpointing",
-                "true",
-                "TRL's default: strategies.checkpointing=layers",
-            );
-        }
-    }
+    shared::micro_batch(m, "per_device_train_batch_size", Some((8, "transformers'")));
+    shared::eval_batch(m, "per_device_eval_batch_size", Some((8, "transformers'")));
+    shared::accumulation(m);
+    shared::checkpointing(m, "gradient_checkpointing", true, Some((true, "TRL's")));
     m.ignore_all(
         &["gradient_checkpointing_kwargs*"],
         "re-entrant or not, each block's input is kept and the block recomputed",
