@@ -264,8 +264,6 @@ pub fn read(m: &mut Mapper) {
         ],
         "does not change what a GPU holds",
     );
-    if let Some((field, path)) = m.text("deepspeed") {
-        m.mapped(&field, format!("read {path} beside the recipe (below)"));
-    }
+    launch::deepspeed_file(m);
     m.rest_unread("Axolotl");
 }

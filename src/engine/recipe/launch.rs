@@ -106,22 +106,7 @@ pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
         }
     }
     for key in ["fsdp_reshard_after_forward", "reshard_after_forward"] {
-        if let Some((field, on)) = m.flag(&format!("{prefix}{key}")) {
-            let sharding = if on {
-                Sharding::Full
-            } else {
-                Sharding::Gradients
-            };
-            m.intent.sharding = Some(sharding);
-            m.mapped(
-                &field,
-                format!(
-                    "strategies.sharding={} ({})",
-                    sharding.name(),
-                    sharding.fsdp_name()
-                ),
-            );
-        }
+        reshard_after_forward(m, &format!("{prefix}{key}"));
     }
     for key in [
         "fsdp_offload_params",
@@ -129,13 +114,7 @@ pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
         "fsdp_cpu_offload",
         "cpu_offload",
     ] {
-        if let Some((field, on)) = m.flag(&format!("{prefix}{key}")) {
-            if on {
-                m.refused(&field, PARAMETERS_ON_HOST);
-            } else {
-                m.mapped(&field, "parameters stay on the GPUs");
-            }
-        }
+        offload_params(m, &format!("{prefix}{key}"));
     }
     for key in ["fsdp_activation_checkpointing", "activation_checkpointing"] {
         if let Some((field, on)) = m.flag(&format!("{prefix}{key}")) {
@@ -162,22 +141,54 @@ pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
     }
 }
 
-/// A DeepSpeed JSON's fields (the file a recipe's `deepspeed` names, or one passed beside).
-pub fn deepspeed(m: &mut Mapper) {
-    if let Some((field, stage)) = m.count("zero_optimization.stage", (0, 3)) {
-        let sharding = match stage {
-            0 => Sharding::None,
-            1 => Sharding::Optimizer,
-            2 => Sharding::Gradients,
-            _ => Sharding::Full,
+/// FSDP's `reshard_after_forward` at `path`: FULL_SHARD when on, SHARD_GRAD_OP when off.
+pub fn reshard_after_forward(m: &mut Mapper, path: &str) {
+    if let Some((field, on)) = m.flag(path) {
+        let sharding = if on {
+            Sharding::Full
+        } else {
+            Sharding::Gradients
         };
+        m.intent.sharding = Some(sharding);
+        m.mapped(
+            &field,
+            format!(
+                "strategies.sharding={} ({})",
+                sharding.name(),
+                sharding.fsdp_name()
+            ),
+        );
+    }
+}
+
+/// FSDP's parameter offload switch at `path`: refused when on (not planned yet).
+pub fn offload_params(m: &mut Mapper, path: &str) {
+    if let Some((field, on)) = m.flag(path) {
+        if on {
+            m.refused(&field, PARAMETERS_ON_HOST);
+        } else {
+            m.mapped(&field, "parameters stay on the GPUs");
+        }
+    }
+}
+
+/// ZeRO's stage and offload devices, at the paths a DeepSpeed JSON or an accelerate config
+/// names them.
+fn zero(m: &mut Mapper, stage: &str, optimizer_device: &str, param_device: &str) {
+    if let Some((field, stage)) = m.count(stage, (0, 3)) {
+        let sharding = [
+            Sharding::None,
+            Sharding::Optimizer,
+            Sharding::Gradients,
+            Sharding::Full,
+        ][stage];
         m.intent.sharding = Some(sharding);
         m.mapped(
             &field,
             format!("strategies.sharding={} (ZeRO-{stage})", sharding.name()),
         );
     }
-    if let Some((field, device)) = m.text("zero_optimization.offload_optimizer.device") {
+    if let Some((field, device)) = m.text(optimizer_device) {
         match device.as_str() {
             "cpu" => {
                 m.intent.offload_optimizer = true;
@@ -187,12 +198,30 @@ pub fn deepspeed(m: &mut Mapper) {
             _ => m.refused(&field, format!("{device}: only cpu or none are planned")),
         }
     }
-    if let Some((field, device)) = m.text("zero_optimization.offload_param.device") {
-        match device.as_str() {
-            "none" => m.mapped(&field, "parameters on the GPUs"),
-            _ => m.refused(&field, PARAMETERS_ON_HOST),
+    if let Some((field, device)) = m.text(param_device) {
+        if device == "none" {
+            m.mapped(&field, "parameters on the GPUs");
+        } else {
+            m.refused(&field, PARAMETERS_ON_HOST);
         }
     }
+}
+
+/// A recipe's `deepspeed` field: the file the caller reads beside it.
+pub fn deepspeed_file(m: &mut Mapper) {
+    if let Some((field, path)) = m.text("deepspeed") {
+        m.mapped(&field, format!("read {path} beside the recipe (below)"));
+    }
+}
+
+/// A DeepSpeed JSON's fields (the file a recipe's `deepspeed` names, or one passed beside).
+pub fn deepspeed(m: &mut Mapper) {
+    zero(
+        m,
+        "zero_optimization.stage",
+        "zero_optimization.offload_optimizer.device",
+        "zero_optimization.offload_param.device",
+    );
     for (path, what) in [
         ("train_micro_batch_size_per_gpu", "batch"),
         ("gradient_accumulation_steps", "accumulation"),
@@ -303,36 +332,12 @@ pub fn accelerate(m: &mut Mapper) {
             ),
         }
     }
-    if let Some((field, stage)) = m.count("deepspeed_config.zero_stage", (0, 3)) {
-        let sharding = [
-            Sharding::None,
-            Sharding::Optimizer,
-            Sharding::Gradients,
-            Sharding::Full,
-        ][stage];
-        m.intent.sharding = Some(sharding);
-        m.mapped(
-            &field,
-            format!("strategies.sharding={} (ZeRO-{stage})", sharding.name()),
-        );
-    }
-    if let Some((field, device)) = m.text("deepspeed_config.offload_optimizer_device") {
-        match device.as_str() {
-            "cpu" => {
-                m.intent.offload_optimizer = true;
-                m.mapped(&field, "strategies.offload=optimizer (ZeRO-Offload)");
-            }
-            "none" => m.mapped(&field, "optimizer state on the GPUs"),
-            _ => m.refused(&field, format!("{device}: only cpu or none are planned")),
-        }
-    }
-    if let Some((field, device)) = m.text("deepspeed_config.offload_param_device") {
-        if device == "none" {
-            m.mapped(&field, "parameters on the GPUs");
-        } else {
-            m.refused(&field, PARAMETERS_ON_HOST);
-        }
-    }
+    zero(
+        m,
+        "deepspeed_config.zero_stage",
+        "deepspeed_config.offload_optimizer_device",
+        "deepspeed_config.offload_param_device",
+    );
     if let Some((field, path)) = m.text("deepspeed_config.deepspeed_config_file") {
         m.mapped(
             &field,

@@ -189,9 +189,7 @@ pub fn read(m: &mut Mapper) {
         "this method's memory is not planned",
     );
     launch::fsdp(m);
-    if let Some((field, path)) = m.text("deepspeed") {
-        m.mapped(&field, format!("read {path} beside the recipe (below)"));
-    }
+    launch::deepspeed_file(m);
     m.ignore_all(
         &[
             "trust_remote_code",

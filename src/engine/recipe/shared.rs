@@ -275,3 +275,19 @@ pub fn checkpointing(m: &mut Mapper, key: &str, on_when: bool, default: Option<(
         (None, _) => {}
     }
 }
+
+/// Activation offloading switched by `key` (TRL's `activation_offloading`, torchtune's
+/// `enable_activation_offloading`).
+pub fn offload_activations(m: &mut Mapper, key: &str) {
+    if let Some((field, on)) = m.flag(key) {
+        m.intent.offload_activations = on;
+        m.mapped(
+            &field,
+            if on {
+                "strategies.offload=activations"
+            } else {
+                "off"
+            },
+        );
+    }
+}

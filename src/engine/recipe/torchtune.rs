@@ -315,17 +315,7 @@ pub fn read(m: &mut Mapper, text: &str) {
         }
     }
     shared::checkpointing(m, "enable_activation_checkpointing", true, None);
-    if let Some((field, on)) = m.flag("enable_activation_offloading") {
-        m.intent.offload_activations = on;
-        m.mapped(
-            &field,
-            if on {
-                "strategies.offload=activations"
-            } else {
-                "off"
-            },
-        );
-    }
+    shared::offload_activations(m, "enable_activation_offloading");
     if let Some((field, component)) = m.text("optimizer._component_") {
         match names::torch_optimizer(&component) {
             Ok((kind, what)) => {
@@ -373,25 +363,8 @@ pub fn read(m: &mut Mapper, text: &str) {
         &["compile"],
         "torch.compile changes what is kept for backward; not modelled",
     );
-    if let Some((field, on)) = m.flag("fsdp_cpu_offload") {
-        if on {
-            m.refused(
-                &field,
-                "parameters on the host (FSDP2's CPUOffloadPolicy) are not planned yet",
-            );
-        } else {
-            m.mapped(&field, "parameters stay on the GPUs");
-        }
-    }
-    if let Some((field, on)) = m.flag("fsdp_reshard_after_forward") {
-        let sharding = if on {
-            crate::engine::config::Sharding::Full
-        } else {
-            crate::engine::config::Sharding::Gradients
-        };
-        m.intent.sharding = Some(sharding);
-        m.mapped(&field, format!("strategies.sharding={}", sharding.name()));
-    }
+    launch::offload_params(m, "fsdp_cpu_offload");
+    launch::reshard_after_forward(m, "fsdp_reshard_after_forward");
     if let Some((line, command, processes, distributed)) = launch::torchtune_launch(text) {
         let what = if distributed {
             m.intent

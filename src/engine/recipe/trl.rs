@@ -169,7 +169,7 @@ pub fn read(m: &mut Mapper) {
     );
     shared::optimizer(m, "optim", "adamw_torch_fused");
     shared::attention(m);
-    let liger = m.has("use_liger_kernel") && m.doc_value_is_true("use_liger_kernel");
+    let liger = m.doc_value_is_true("use_liger_kernel");
     shared::refuse_if_true(
         m,
         &["use_liger_kernel"],
@@ -198,26 +198,14 @@ pub fn read(m: &mut Mapper) {
             );
         }
     }
-    if let Some((field, on)) = m.flag("activation_offloading") {
-        m.intent.offload_activations = on;
-        m.mapped(
-            &field,
-            if on {
-                "strategies.offload=activations"
-            } else {
-                "off"
-            },
-        );
-    }
+    shared::offload_activations(m, "activation_offloading");
     shared::refuse_if_true(
         m,
         &["torch_compile"],
         "torch.compile changes what is kept; not modelled",
     );
     launch::fsdp(m);
-    if let Some((field, path)) = m.text("deepspeed") {
-        m.mapped(&field, format!("read {path} beside the recipe (below)"));
-    }
+    launch::deepspeed_file(m);
     m.ignore_all(
         &[
             "dataset_name",
