@@ -22,6 +22,7 @@ use super::models::{RoutedCounts, RoutingSource};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
 use super::overrides::apply_overrides;
 use super::phase::Phase;
+use super::recipe::write_back::Fitting;
 use super::strategies::weight_dtype::QuantizedWeights;
 use super::train::{KeptBytes, PredictedBytes, Run, Timeline};
 use super::validate::Purpose;
@@ -143,6 +144,25 @@ impl Checked {
             Self::DoesNotFit { .. } => Some(false),
             Self::NotPlanned { .. } => None,
         }
+    }
+}
+
+impl Plan {
+    /// The suggestions its plans found to fit, in the order they were tried: what a recipe is
+    /// written back with (`recipe::write_back`, on the command line and the page alike).
+    pub fn fitting(&self) -> impl Iterator<Item = Fitting> + '_ {
+        self.suggestions
+            .iter()
+            .filter_map(|checked| match checked.checked {
+                Checked::Fits {
+                    high_water_in_use_bytes,
+                    ..
+                } => Some(Fitting {
+                    assignments: checked.suggestion.assignments(),
+                    high_water_in_use_bytes,
+                }),
+                _ => None,
+            })
     }
 }
 

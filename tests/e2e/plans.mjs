@@ -5,8 +5,10 @@
 // config.json files dropped on the panel. Also: the page's wasm memory after the five plans (and
 // each worker's), the longest gap between animation frames while each plan runs (the 7B plan's
 // within 100 ms), a dropped config's plan reproduced by its link in a fresh tab, the largest
-// batch and the longest sequence searched as `vramlab find-batch --plan` searches them, and a
-// broken config.json refused by field.
+// batch and the longest sequence searched as `vramlab find-batch --plan` searches them, a
+// broken config.json refused by field, and two recipes chosen on the panel (Axolotl's and
+// torchtune's QLoRA, torchtune's planned in the CI tier, both with --full) planned as `vramlab
+// plan --recipe` plans them.
 // Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY [--full]
 // Without --full (the CI tier) three of the six plans: the 7B LoRA plan (its wait, its frames,
 // Export image), a fully sharded 7B's share of 8 GPUs and a dropped config.json reproduced by its
@@ -25,6 +27,7 @@ if (!distArg || !out || !vramlab) {
   process.exit(2);
 }
 const hf = path.join(path.dirname(fileURLToPath(import.meta.url)), '../data/hf');
+const recipes = path.join(path.dirname(fileURLToPath(import.meta.url)), '../data/recipes');
 fs.mkdirSync(out, { recursive: true });
 const server = await serve({ '/': path.resolve(distArg) });
 const browser = await launch();
@@ -247,6 +250,68 @@ try {
   check(refusal.includes('hidden_size'), `a broken config.json is refused naming the field: "${refusal.slice(0, 120)}"`);
   check(await page.isEnabled('[data-testid="plan-start"]'), 'the panel stays usable after the refusal');
   await page.screenshot({ path: path.join(out, 'plan-panel.png') });
+
+  // Recipes chosen on the panel (issue 56), read as `vramlab plan --recipe` reads them, each
+  // refused by name until told to plan without what vramlab does not model. Planned in the tab
+  // (torchtune's in the CI tier, both with --full), each gives the command line's plan of the
+  // same file, on the adapter the page modelled, to the byte: its config and every figure. The
+  // Axolotl recipe names a Hub model, planned with the published Llama-3.1-8B-Instruct picked
+  // first. Both fit a 24 GiB card, and Export recipe says so instead of writing a file.
+  const recipeRuns = [
+    { name: 'axolotl-qlora', file: 'axolotl/qlora.yml', pick: 'Llama-3.1-8B-Instruct', hf: 'llama-3.1-8b-instruct.json', refused: 'lora_dropout (line 27)' },
+    { name: 'torchtune-qlora', file: 'torchtune/8B_qlora_single_device.yaml', refused: 'model.lora_attn_modules (line 23)', ci: true },
+  ];
+  for (const run of recipeRuns) {
+    const recipe = path.join(recipes, run.file);
+    const base = path.basename(run.file);
+    if (run.pick) {
+      await page.selectOption('[data-testid="plan-published"]', { label: run.pick });
+      await page.waitForSelector('#plan-config-note', { timeout: 30_000 });
+    }
+    // What the panel says once it has read this file (the last file's note stays until then).
+    const said = (selector) => page.waitForFunction(([sel, name]) => {
+      const p = document.querySelector(sel);
+      return p !== null && p.textContent.startsWith(name);
+    }, [selector, base], { timeout: 30_000 }).catch(() => null);
+    await page.setChecked('[data-testid="plan-recipe-allow"]', false);
+    await page.setInputFiles('[data-testid="plan-recipe"]', recipe);
+    await said('#plan-recipe-error p');
+    const refusal = await textOf(page, '#plan-recipe-error p');
+    check(refusal !== null && refusal.startsWith(`${base}: ${run.refused}`), `${run.name}: refused by name until allowed: "${(refusal ?? '').slice(0, 110)}"`);
+    await page.setChecked('[data-testid="plan-recipe-allow"]', true);
+    await page.setInputFiles('[data-testid="plan-recipe"]', recipe);
+    await said('#plan-recipe-note p');
+    const note = await textOf(page, '#plan-recipe-note p');
+    check(note !== null && note.startsWith(base) && note.includes(`planned WITHOUT ${run.refused}`), `${run.name}: ${base} is read: "${(note ?? await textOf(page, '#plan-recipe-error') ?? '').slice(0, 160)}"`);
+    if (note === null) continue;
+    const reading = await page.textContent('#plan-recipe-reading pre');
+    check(reading.startsWith(`recipe ${base}, read as `) && reading.includes('REFUSED'), `${run.name}: "How the recipe was read" names each field (${reading.split('\n').length} lines)`);
+    if (!(full || run.ci)) continue;
+    await page.selectOption('[data-testid="plan-gpu"]', { label: 'RTX 4090 (24 GiB)' });
+    const started = Date.now();
+    await page.click('[data-testid="plan-start"]');
+    await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
+    const error = await textOf(page, '#plan-error');
+    check(error === null, `${run.name}: planned in the tab in ${((Date.now() - started) / 1000).toFixed(1)} s${error ? `: ${error}` : ''}`);
+    if (error !== null) continue;
+    console.log(`     RTX 4090 (24 GiB): ${await page.textContent('#plan-answer .verdict')}`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export"]')]);
+    const file = path.join(out, `recipe-${run.name}-plan.json`);
+    await download.saveAs(file);
+    await page.click('[data-testid="plan-export-recipe"]');
+    const exported = await page.waitForSelector('#plan-recipe-exported', { timeout: 10_000 }).then((e) => e.textContent()).catch(() => null);
+    check(exported === `${base} fits 24.00 GiB as it is: nothing to change`, `${run.name}: Export recipe, the plan fitting: "${exported}"`);
+    await page.locator('#will-it-fit').screenshot({ path: path.join(out, `recipe-${run.name}.png`) });
+    const args = ['plan', '--recipe', recipe, ...(run.hf ? ['--hf-config', path.join(hf, run.hf)] : []),
+      '--allow-unmodelled', '--budget', '24GiB', '--model-adapter', file, '--json'];
+    try {
+      const native = JSON.parse(execFileSync(vramlab, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+      const paged = JSON.parse(fs.readFileSync(file, 'utf8'));
+      check(figures(paged) === figures(native), `${run.name}: vramlab plan --recipe ${run.file} plans the page's config and figures to the byte (high-water in use ${native.high_water_in_use_bytes} B)`);
+    } catch (e) {
+      check(false, `${run.name}: vramlab ${args.join(' ')} failed:\n${e.stdout}${e.stderr}`);
+    }
+  }
   check(errors.length === 0, `no page errors${errors.length ? `: ${errors.slice(0, 3).join(' | ')}` : ''}`);
 } finally {
   await browser.close();

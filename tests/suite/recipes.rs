@@ -354,14 +354,11 @@ fn a_recipe_that_does_not_fit_is_written_back_as_one_that_fits() {
     args.extend(["--write-recipe", out_path]);
     let out = vramlab(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("does not fit") && stdout.contains("wrote "),
-        "{stdout}"
+        stdout.contains("does not fit") && stderr.contains("wrote "),
+        "{stdout}\n{stderr}"
     );
 
     let before = std::fs::read_to_string(&source).unwrap();

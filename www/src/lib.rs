@@ -17,6 +17,7 @@ mod native_run;
 mod plan_panel;
 mod plan_worker;
 mod published;
+mod recipe_input;
 mod results;
 mod run_charts;
 mod run_controls;

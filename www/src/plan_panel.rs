@@ -20,11 +20,13 @@ use vramlab::engine::memory::Categories;
 use vramlab::engine::memory::predict;
 use vramlab::engine::plan::{Checked, Plan};
 use vramlab::engine::presets::preset;
+use vramlab::engine::recipe::ModelRef;
 
 use crate::browser::{download, wasm_bytes};
 use crate::editor::Editor;
 use crate::plan_worker::{Answer, Ask, Planned, plan_off_page};
 use crate::published::PUBLISHED;
+use crate::recipe_input::{self, HeldModel, LoadedRecipe, Said};
 
 /// Cards people ask about, with the memory their maker states (GiB unless it says GB).
 pub const CARDS: [(&str, u64); 9] = [
@@ -131,6 +133,15 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
     let dropped = RwSignal::new(None::<Result<String, String>>);
     // The model the last dropped config.json put in the editor.
     let dropped_model = StoredValue::new(None::<vramlab::engine::config::ModelConfig>);
+    // That config.json's name and text: a recipe naming a Hub model is planned with it while
+    // the editor holds its model.
+    let held_model = StoredValue::new(None::<(String, String)>);
+    // A recipe chosen here: how it was read (or why not), the config it gave the editor while
+    // the editor still holds it, and what Export recipe did.
+    let recipe_said = RwSignal::new(None::<Result<Said, Said>>);
+    let loaded_recipe = RwSignal::new(None::<LoadedRecipe>);
+    let allow_unmodelled = RwSignal::new(false);
+    let recipe_exported = RwSignal::new(None::<Result<String, String>>);
     // Set by Cancel; the plan in flight is dropped at the browser's next turn, its tensors freed.
     let cancelled: Rc<Cell<bool>> = Rc::new(Cell::new(false));
 
@@ -176,6 +187,7 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
         let loaded = load_hf_config(&editor, name, text);
         if loaded.is_ok() {
             dropped_model.set_value(Some(editor.config.with_untracked(|c| c.model.clone())));
+            held_model.set_value(Some((name.to_string(), text.to_string())));
         }
         dropped.set(Some(loaded));
     };
@@ -208,10 +220,77 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
             if dropped_model.with_value(|model| model.as_ref().is_some_and(|m| *m != config.model))
             {
                 dropped_model.set_value(None);
+                held_model.set_value(None);
                 dropped.set(None);
+            }
+            // Likewise the recipe's note, and Export recipe, once the editor holds another run.
+            if loaded_recipe.with_untracked(|r| r.as_ref().is_some_and(|r| r.config != *config)) {
+                loaded_recipe.set(None);
+                recipe_said.set(None);
+                recipe_exported.set(None);
             }
         });
     });
+    // A recipe and the files beside it, read as `vramlab plan --recipe` reads them; its config
+    // goes in the editor and its GPU count in the panel.
+    let pick_recipe = move |ev| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(list) = input.files() else {
+            return;
+        };
+        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        // Cleared, so that choosing the same files again (the box ticked) reads them again.
+        input.set_value("");
+        spawn_local(async move {
+            let mut read = Vec::new();
+            for file in files {
+                let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+                let text = text.ok().and_then(|t| t.as_string()).unwrap_or_default();
+                read.push((file.name(), text));
+            }
+            let held = held_model.get_value();
+            let held = held.as_ref().map(|(file, text)| HeldModel { file, text });
+            let gpus = question.gpus().unwrap_or(1);
+            recipe_exported.set(None);
+            match recipe_input::read(&read, held, allow_unmodelled.get_untracked(), gpus) {
+                Ok((loaded, said)) => {
+                    if let Some(gpus) = loaded.reading.gpus {
+                        question.gpus.set(gpus.to_string());
+                    }
+                    // A builder's shapes replace the held config.json: its note goes.
+                    if matches!(loaded.reading.model, Some(ModelRef::Builder { .. })) {
+                        dropped_model.set_value(None);
+                        held_model.set_value(None);
+                        dropped.set(None);
+                    }
+                    let (preset_name, config) = (loaded.preset.clone(), loaded.config.clone());
+                    loaded_recipe.set(Some(loaded));
+                    editor.preset.set(preset_name);
+                    editor.config.set(config);
+                    editor.refused.set(None);
+                    recipe_said.set(Some(Ok(said)));
+                }
+                Err(said) => {
+                    loaded_recipe.set(None);
+                    recipe_said.set(Some(Err(said)));
+                }
+            }
+        });
+    };
+    // The recipe with the plan's first fitting change its format can say, downloaded.
+    let export_recipe = move |_| {
+        let (
+            Some(Ok(Planned {
+                answer: Answer::Plan(plan),
+                ..
+            })),
+            Some(loaded),
+        ) = (result.get_untracked(), loaded_recipe.get_untracked())
+        else {
+            return;
+        };
+        recipe_exported.set(Some(recipe_input::export(&loaded, &plan)));
+    };
     let export = move |_| {
         // The plan as `vramlab plan --json` writes it; a search as `find-batch --json` does.
         let exported = match result.get_untracked() {
@@ -279,6 +358,36 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                 Ok(note) => view! { <p class="note" id="plan-config-note">{note}</p> }.into_any(),
                 Err(err) => view! { <p class="error" id="plan-config-error">{err}</p> }.into_any(),
             })}
+            <div class="recipe-input">
+                <label class="button" title="An Axolotl, TRL, torchtune or LLaMA-Factory recipe, with the DeepSpeed JSON or accelerate config it is launched with chosen beside it: read as vramlab plan --recipe reads it">"recipe"
+                    <input type="file" multiple=true data-testid="plan-recipe" id="plan-recipe"
+                        accept=".yaml,.yml,.json" on:change=pick_recipe />
+                </label>
+                <label title="As --allow-unmodelled: plan without the fields that change memory in a way vramlab does not model (LoRA dropout, a subset of target modules...), each named in the note">
+                    <input type="checkbox" data-testid="plan-recipe-allow" id="plan-recipe-allow"
+                        prop:checked=allow_unmodelled
+                        on:change=move |ev| allow_unmodelled.set(event_target_checked(&ev)) />
+                    " plan without what vramlab does not model"
+                </label>
+                <span class="explain">" A recipe naming a Hub model is planned with the config.json above."</span>
+            </div>
+            {move || recipe_said.get().map(|said| {
+                let (class, id, said) = match said {
+                    Ok(said) => ("note", "plan-recipe-note", said),
+                    Err(said) => ("error", "plan-recipe-error", said),
+                };
+                view! {
+                    <div class=class id=id>
+                        <p>{said.line}</p>
+                        {said.reading.map(|block| view! {
+                            <details id="plan-recipe-reading">
+                                <summary>"How the recipe was read"</summary>
+                                <pre>{block}</pre>
+                            </details>
+                        })}
+                    </div>
+                }
+            })}
             <label>"GPU "
                 <select data-testid="plan-gpu" id="plan-gpu"
                     on:change=move |ev| {
@@ -319,6 +428,14 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                 disabled=move || !matches!(result.get(), Some(Ok(_)))>"Export JSON"</button>
             <button data-testid="plan-export-image" id="plan-export-image" on:click=export_image
                 disabled=move || !matches!(result.get(), Some(Ok(Planned { answer: Answer::Plan(_), .. })))>"Export image"</button>
+            <button data-testid="plan-export-recipe" id="plan-export-recipe" on:click=export_recipe
+                title="The recipe with the first planned change that fits and that its format can say, every other line and comment kept"
+                disabled=move || loaded_recipe.with(Option::is_none)
+                    || !matches!(result.get(), Some(Ok(Planned { answer: Answer::Plan(_), .. })))>"Export recipe"</button>
+            {move || recipe_exported.get().map(|said| match said {
+                Ok(said) => view! { <p class="note" id="plan-recipe-exported">{said}</p> }.into_any(),
+                Err(err) => view! { <p class="error" id="plan-recipe-exported">{err}</p> }.into_any(),
+            })}
             {move || planning.get().then(|| view! { <p class="status" id="plan-progress">{progress}</p> })}
             {move || result.get().map(|outcome| match outcome {
                 Ok(Planned { answer: Answer::Plan(plan), worker_wasm_bytes, received_at_ms }) => view! {

@@ -12,7 +12,7 @@ macro_rules! shipped {
     };
 }
 
-pub const PUBLISHED: [(&str, &str, &str); 12] = [
+pub const PUBLISHED: [(&str, &str, &str); 14] = [
     shipped!("GPT-2 small", "gpt2.json"),
     shipped!("TinyLlama-1.1B-Chat-v1.0", "tinyllama-1.1b-chat-v1.0.json"),
     shipped!("Qwen2-0.5B", "qwen2-0.5b.json"),
@@ -22,7 +22,9 @@ pub const PUBLISHED: [(&str, &str, &str); 12] = [
     shipped!("Phi-3-mini-4k-instruct", "phi-3-mini-4k.json"),
     shipped!("Llama-2-7B", "llama-2-7b.json"),
     shipped!("Mistral-7B-v0.1", "mistral-7b-v0.1.json"),
+    shipped!("Llama-3.1-8B-Instruct", "llama-3.1-8b-instruct.json"),
     shipped!("Qwen3-8B", "qwen3-8b.json"),
     shipped!("Qwen3-30B-A3B", "qwen3-30b-a3b.json"),
     shipped!("Mixtral-8x7B-v0.1", "mixtral-8x7b-v0.1.json"),
+    shipped!("Llama-3.1-70B-Instruct", "llama-3.1-70b-instruct.json"),
 ];

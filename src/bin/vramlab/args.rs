@@ -10,7 +10,7 @@ use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::{DEFAULT_PRESET, fit_batch, preset, table_base};
 use vramlab::engine::{ConfigError, Purpose, RunConfig};
 
-use vramlab::engine::recipe::ModelRef;
+use vramlab::engine::recipe::{ModelRef, configure};
 
 use super::hub::HubId;
 use super::recipes;
@@ -458,12 +458,7 @@ impl ConfigArgs {
                     config_json,
                 }),
             ) => {
-                let hf = hf_config::read(config_json).map_err(|err| in_file(component, err))?;
-                let name = component
-                    .rsplit('.')
-                    .next()
-                    .unwrap_or(component.as_str())
-                    .to_string();
+                let (hf, name) = configure::builder_model(component, config_json)?;
                 Some((
                     hf,
                     HfOrigin {

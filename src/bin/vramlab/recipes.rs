@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use vramlab::engine::ConfigError;
 use vramlab::engine::format::ByteFormat;
-use vramlab::engine::overrides::apply_overrides;
-use vramlab::engine::plan::{Checked, Plan};
-use vramlab::engine::recipe::{self, Reading, Recipe, write};
+use vramlab::engine::plan::Plan;
+use vramlab::engine::recipe::write_back;
+use vramlab::engine::recipe::{self, Reading, Recipe};
 
 /// A recipe as read: its label (the path) and reading.
 pub struct ReadRecipe {
@@ -82,7 +82,7 @@ pub fn write_back(
         anyhow::anyhow!("--write-recipe needs --budget: the change is one that fits it")
     })?;
     if planned.fits == Some(true) {
-        println!(
+        eprintln!(
             "{} fits {} as it is: {} not written",
             path.display(),
             format.of(budget),
@@ -91,64 +91,26 @@ pub fn write_back(
         return Ok(());
     }
     let (recipe, reading) = load(path, launcher)?;
-    let mut why_not = Vec::new();
-    for checked in &planned.suggestions {
-        let Checked::Fits {
-            high_water_in_use_bytes,
-            ..
-        } = checked.checked
-        else {
-            continue;
-        };
-        let assignments = checked.suggestion.assignments();
-        let changed = apply_overrides(
-            planned.config.clone(),
-            assignments.iter().map(String::as_str),
-        )?;
-        let edits = match write::edits(&recipe, &reading, &assignments, &changed) {
-            Ok(edits) => edits,
-            Err(why) => {
-                why_not.push(why);
-                continue;
-            }
-        };
-        let note = format!(
-            "with {} vramlab plans {} in use at the high-water mark, fitting {}",
-            assignments.join(", "),
-            format.of(high_water_in_use_bytes),
-            format.of(budget)
-        );
-        let text = match write::apply(&recipe, &edits, &note) {
-            Ok(text) => text,
-            Err(why) => {
-                why_not.push(why);
-                continue;
-            }
-        };
-        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
-        println!("wrote {}: {note}", out.display());
-        for e in &edits {
-            println!("  {}: {}", e.path, e.value);
-        }
-        println!(
-            "  (--set flags given here are not written into it; plan it with the same ones: \
-             vramlab plan --recipe {} ...)",
-            out.display()
-        );
-        return Ok(());
-    }
-    if why_not.is_empty() {
-        anyhow::bail!(
-            "no planned change fits {}: {} not written",
-            format.of(budget),
-            out.display()
-        );
-    }
-    anyhow::bail!(
-        "no change that fits can be written as this recipe's fields ({}): {} not written",
-        why_not.join("; "),
-        out.display()
+    let written = write_back::write_back(
+        &recipe,
+        &reading,
+        &planned.config,
+        budget,
+        planned.fitting(),
     )
+    .map_err(|why| anyhow::anyhow!("{why}: {} not written", out.display()))?;
+    std::fs::write(out, &written.text).with_context(|| format!("writing {}", out.display()))?;
+    // On stderr, so that `--json` leaves stdout the plan's JSON alone.
+    eprintln!("wrote {}: {}", out.display(), written.note);
+    for e in &written.edits {
+        eprintln!("  {}: {}", e.path, e.value);
+    }
+    eprintln!(
+        "  (--set flags given here are not written into it; plan it with the same ones: \
+         vramlab plan --recipe {} ...)",
+        out.display()
+    );
+    Ok(())
 }
 
 /// A Hub id as `--hf-config` takes it; a local model directory as its config.json.
@@ -177,14 +139,7 @@ impl ReadRecipe {
                 model.shown()
             );
         }
-        let refused: Vec<String> = self
-            .reading
-            .refused()
-            .map(|l| match l.line {
-                Some(n) => format!("{} (line {n})", l.field),
-                None => l.field.clone(),
-            })
-            .collect();
+        let refused = self.reading.refused_fields();
         if !refused.is_empty() {
             if !allow_unmodelled {
                 return Err(ConfigError::invalid(

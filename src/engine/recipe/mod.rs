@@ -4,6 +4,7 @@
 //! (`reading`). The format is told from the file's own fields.
 
 mod axolotl;
+pub mod configure;
 pub mod document;
 pub mod intent;
 mod launch;
@@ -14,6 +15,7 @@ mod shared;
 mod torchtune;
 mod trl;
 pub mod write;
+pub mod write_back;
 
 use serde::Serialize;
 use thiserror::Error;
@@ -166,6 +168,16 @@ pub struct Reading {
 impl Reading {
     pub fn refused(&self) -> impl Iterator<Item = &Line> {
         self.lines.iter().filter(|l| l.kind == Kind::Refused)
+    }
+
+    /// Each refused field with its line, as an error names it: `lora_dropout (line 27)`.
+    pub fn refused_fields(&self) -> Vec<String> {
+        self.refused()
+            .map(|l| match l.line {
+                Some(n) => format!("{} (line {n})", l.field),
+                None => l.field.clone(),
+            })
+            .collect()
     }
 
     /// The reading as one block of text: mapped fields, defaults, refusals and unread fields
