@@ -8,16 +8,14 @@ use vramlab::engine::plan::Plan;
 
 use crate::suite::support::{vramlab, vramlab_json};
 
-/// The pages the CI tier checks: README.md and docs/, but for the recipe page, whose plans are
-/// of whole recipes (minutes of dry runs) and left to the full tier.
-fn pages_but_recipes() -> Vec<String> {
+/// README.md and every page of docs/.
+fn pages() -> Vec<String> {
     let root = env!("CARGO_MANIFEST_DIR");
     let mut pages = vec![format!("{root}/README.md")];
     let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/docs"))
         .expect("docs/")
         .map(|entry| entry.expect("an entry").path())
         .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .filter(|path| !path.ends_with("recipes.md"))
         .map(|path| path.display().to_string())
         .collect();
     docs.sort();
@@ -25,46 +23,87 @@ fn pages_but_recipes() -> Vec<String> {
     pages
 }
 
-#[test]
-fn every_checked_figure_in_the_docs_is_what_the_code_computes() {
-    let mut args = vec!["docs".to_string(), "--check".to_string()];
-    args.extend(pages_but_recipes());
+/// `vramlab docs --check --tier TIER` over every page: its summary line, after asserting it
+/// passed with nothing unmarked.
+fn check_pages(tier: &str) -> String {
+    let mut args = vec![
+        "docs".to_string(),
+        "--check".to_string(),
+        "--tier".to_string(),
+        tier.to_string(),
+    ];
+    args.extend(pages());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = vramlab(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     assert!(
         out.status.success(),
-        "vramlab docs --check: {}",
+        "vramlab docs --check --tier {tier}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The GPT-2 tables of plans.md and transformers.md are among them, and no figure is left
-    // unchecked and unmarked.
-    let summary = stdout.lines().last().unwrap_or_default();
-    let checked: usize = summary
+    let summary = stdout.lines().last().unwrap_or_default().to_string();
+    assert!(summary.contains("; 0 differ; 0 unmarked"), "{summary}");
+    summary
+}
+
+/// The number a summary line starts with (the figures checked).
+fn checked(summary: &str) -> usize {
+    summary
         .split_whitespace()
         .next()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(checked >= 40, "{summary}");
-    assert!(summary.contains("; 0 unmarked"), "{summary}");
+        .unwrap_or(0)
 }
 
-/// docs/recipes.md's plans: each format's worked example planned from its recipe.
+/// The plans and estimates a summary line says were computed.
+fn computed(summary: &str) -> usize {
+    summary
+        .split_once(" files (")
+        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The distinct commands of the pages' `figures` lines marked `(full tier)`, or of the others.
+fn figure_commands(full_tier: bool) -> usize {
+    let mut commands = std::collections::BTreeSet::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).expect("a readable page");
+        for line in text.lines() {
+            let Some(rest) = line.trim().strip_prefix("<!-- figures ") else {
+                continue;
+            };
+            let Some((name, command)) = rest.split_once(':') else {
+                continue;
+            };
+            if name.ends_with("(full tier)") == full_tier {
+                commands.insert(command.trim().trim_end_matches("-->").trim().to_string());
+            }
+        }
+    }
+    commands.len()
+}
+
+/// The CI tier's figures: every page's, but those of the plans marked `(full tier)` (the rest
+/// of a sweep whose representative is planned here, and docs/recipes.md's whole recipes).
+#[test]
+fn every_checked_figure_in_the_docs_is_what_the_code_computes() {
+    let summary = check_pages("ci");
+    // The GPT-2 tables of plans.md and transformers.md are among them, with a plan of each
+    // sharding (full, gradients, optimizer, none), of mixed precision and of each offload.
+    assert!(checked(&summary) >= 40, "{summary}");
+    assert!(!summary.contains("; 0 left to the full tier"), "{summary}");
+    assert_eq!(computed(&summary), figure_commands(false), "{summary}");
+}
+
+/// The full tier's: the sweeps' other plans (1, 2 and 4 GPUs beside 8, Llama-3.1-70B beside
+/// 8B) and each recipe format's worked example planned from its recipe.
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
-fn the_recipe_pages_plans_are_what_the_code_computes() {
-    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/recipes.md");
-    let out = vramlab(&["docs", "--check", page]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "vramlab docs --check docs/recipes.md: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary = stdout.lines().last().unwrap_or_default();
-    assert!(summary.starts_with("9 "), "{summary}");
-    assert!(summary.contains("; 0 unmarked"), "{summary}");
+fn the_full_tiers_plans_in_the_docs_are_what_the_code_computes() {
+    let summary = check_pages("full");
+    assert!(checked(&summary) >= 40, "{summary}");
+    assert_eq!(computed(&summary), figure_commands(true), "{summary}");
 }
 
 #[test]

@@ -80,6 +80,33 @@ pub struct DocsArgs {
     /// The pages to read (default: README.md and docs/*.md of the current directory).
     #[arg(value_name = "FILE.md")]
     pub files: Vec<PathBuf>,
+    /// Which figures: all of them, the CI tier's (all but those of plans marked `(full tier)`
+    /// on their `figures` line), or only the full tier's (docs/architecture.md, "The two tiers").
+    #[arg(long, value_enum, default_value_t = DocsTier::All)]
+    pub tier: DocsTier,
+}
+
+/// The figures `vramlab docs --check` checks. A plan of a sweep (one run at 1, 2 and 4 GPUs
+/// beside the 8 a PyTorch figure is compared at, a second model of the same family) is marked
+/// `(full tier)` on its `figures` line: the CI tier checks the sweep's representative, the full
+/// tier the rest, and the two together every figure.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DocsTier {
+    #[default]
+    All,
+    Ci,
+    Full,
+}
+
+impl DocsTier {
+    /// Whether this tier checks a figure of plans marked `(full tier)` (`full_tier`) or not.
+    pub fn checks(self, full_tier: bool) -> bool {
+        match self {
+            DocsTier::All => true,
+            DocsTier::Ci => !full_tier,
+            DocsTier::Full => full_tier,
+        }
+    }
 }
 
 #[derive(Args, Debug, Default)]

@@ -37,6 +37,11 @@
 //!
 //! The pages' plans model lavapipe's adapter (CI's): where the planning device models another,
 //! a plan figure that differs is listed and does not fail.
+//!
+//! `figures NAME (full tier): plan ARGS` marks a plan of a sweep (the same run at 1, 2 and 4 GPUs
+//! beside the 8 its PyTorch figure is compared at, a second model of one family, a whole recipe):
+//! `--tier ci` checks every figure but those, `--tier full` only those, so the CI tier plans each
+//! sweep's representative and the full tier the rest. A figure may not mix plans of both tiers.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -49,7 +54,7 @@ use vramlab::engine::presets::{PLAN_PRESETS, PRESETS};
 use vramlab::engine::strategies::catalog::{self, CATALOG};
 use vramlab::engine::{Gpu, plan};
 
-use crate::args::{Cli, Command, DocsArgs};
+use crate::args::{Cli, Command, DocsArgs, DocsTier};
 use crate::bench_analytic;
 
 /// One documented figure and what the code computes for it.
@@ -79,19 +84,26 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
     } else {
         args.files.clone()
     };
-    let mut checker = Checker::default();
+    let mut checker = Checker {
+        tier: args.tier,
+        ..Checker::default()
+    };
     let mut pages = Vec::new();
     for file in &files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         pages.push((file.display().to_string(), text));
     }
-    checker.plan_ahead(pages.iter().flat_map(|(_, text)| plan_commands(text)));
+    checker.plan_ahead(
+        pages
+            .iter()
+            .flat_map(|(_, text)| plan_commands(text, args.tier)),
+    );
     let mut figures = Vec::new();
     let mut unmarked_figures = Vec::new();
     for (name, text) in &pages {
         let page = checker.check_page(name, text)?;
-        unmarked_figures.extend(unmarked(name, text, &page));
+        unmarked_figures.extend(unmarked(name, text, &page, &checker.left));
         figures.extend(page);
     }
     for unmarked in &unmarked_figures {
@@ -132,8 +144,13 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
             );
         }
     }
+    let left = match args.tier {
+        DocsTier::All => String::new(),
+        DocsTier::Ci => format!("; {} left to the full tier", checker.left.len()),
+        DocsTier::Full => format!("; {} left to the CI tier", checker.left.len()),
+    };
     println!(
-        "{} figures checked in {} files ({} plans and estimates); {} differ; {} unmarked",
+        "{} figures checked in {} files ({} plans and estimates); {} differ; {} unmarked{left}",
         figures.len(),
         files.len(),
         checker.plans.len(),
@@ -181,11 +198,22 @@ fn default_files() -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// A `figures` line: the command whose JSON its name stands for, and whether it is one of the
+/// full tier's plans.
+struct Source {
+    command: String,
+    full_tier: bool,
+}
+
 /// The plans computed so far, by their command line, so pages that share one plan it once.
 #[derive(Default)]
 struct Checker {
     plans: HashMap<String, Value>,
     planner: Option<Gpu>,
+    /// The figures this check checks.
+    tier: DocsTier,
+    /// Where the figures of the other tier stand: (file, line, which number of the line).
+    left: Vec<(String, usize, usize)>,
 }
 
 impl Checker {
@@ -222,7 +250,7 @@ impl Checker {
     fn check_page(&mut self, file: &str, text: &str) -> anyhow::Result<Vec<Figure>> {
         let at = |line: usize| format!("{file}:{line}");
         // This page's source names and the commands they stand for.
-        let mut sources: HashMap<String, String> = HashMap::new();
+        let mut sources: HashMap<String, Source> = HashMap::new();
         // Check lines waiting for their line: where they are, the row they name, their items.
         let mut pending: Vec<(usize, Option<String>, Vec<String>)> = Vec::new();
         let mut figures = Vec::new();
@@ -233,7 +261,9 @@ impl Checker {
                 let (name, command) = rest
                     .split_once(':')
                     .ok_or_else(|| anyhow!("{}: expected `figures NAME: plan ARGS`", at(number)))?;
-                sources.insert(name.trim().to_string(), command.trim().to_string());
+                let (name, full_tier) = source_name(name);
+                let command = command.trim().to_string();
+                sources.insert(name.to_string(), Source { command, full_tier });
                 continue;
             }
             if let Some(rest) = comment(trimmed, "check") {
@@ -290,7 +320,7 @@ impl Checker {
         number: usize,
         line: &str,
         items: &[String],
-        sources: &HashMap<String, String>,
+        sources: &HashMap<String, Source>,
     ) -> anyhow::Result<Vec<Figure>> {
         let numbers = numbers(line);
         if numbers.len() < items.len() {
@@ -305,11 +335,17 @@ impl Checker {
             if item == "_" {
                 continue;
             }
+            let full_tier =
+                item_tier(item, sources).with_context(|| format!("{file}:{number}: {item}"))?;
+            if !self.tier.checks(full_tier) {
+                self.left.push((file.to_string(), number, index));
+                continue;
+            }
             let computed = self
                 .compute(item, sources)
                 .with_context(|| format!("{file}:{number}: {item}"))?;
-            let from_plan = sources.iter().any(|(name, command)| {
-                command.starts_with("plan ") && item.contains(&format!("{name}."))
+            let from_plan = sources.iter().any(|(name, source)| {
+                source.command.starts_with("plan ") && item.contains(&format!("{name}."))
             });
             figures.push(Figure {
                 file: file.to_string(),
@@ -326,7 +362,7 @@ impl Checker {
 
     /// An item's value: a figure, or two divided (either may be a number as written), in its
     /// unit.
-    fn compute(&mut self, item: &str, sources: &HashMap<String, String>) -> anyhow::Result<f64> {
+    fn compute(&mut self, item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<f64> {
         let (expression, unit) = match item.rsplit_once(' ') {
             Some((expression, unit)) => (expression.trim(), unit_bytes(unit)?),
             None => (item, 1.0),
@@ -338,7 +374,7 @@ impl Checker {
         Ok(value / unit)
     }
 
-    fn figure(&mut self, path: &str, sources: &HashMap<String, String>) -> anyhow::Result<f64> {
+    fn figure(&mut self, path: &str, sources: &HashMap<String, Source>) -> anyhow::Result<f64> {
         // A figure measured elsewhere and given beside it (PyTorch's, say): a plan divided by it
         // stays checked as the plan changes.
         if let Ok(given) = path.parse::<f64>() {
@@ -355,9 +391,10 @@ impl Checker {
         let (name, field) = path
             .split_once('.')
             .ok_or_else(|| anyhow!("expected SOURCE.FIELD"))?;
-        let command = sources
+        let command = &sources
             .get(name)
-            .ok_or_else(|| anyhow!("no `figures {name}: ...` line above on this page"))?;
+            .ok_or_else(|| anyhow!("no `figures {name}: ...` line above on this page"))?
+            .command;
         let plan = self.plan(command)?;
         let value = at_path(plan, field).ok_or_else(|| anyhow!("the plan has no {field}"))?;
         value
@@ -450,13 +487,38 @@ fn plan_process(exe: &std::path::Path, command: &str) -> anyhow::Result<Value> {
     serde_json::from_slice(&stdout?).context("reading the plan's JSON")
 }
 
-/// The commands a page's `figures` lines name.
-fn plan_commands(text: &str) -> Vec<String> {
+/// The commands a page's `figures` lines name, of the plans `tier` checks.
+fn plan_commands(text: &str, tier: DocsTier) -> Vec<String> {
     text.lines()
         .filter_map(|line| comment(line.trim(), "figures"))
         .filter_map(|rest| rest.split_once(':'))
+        .filter(|(name, _)| tier.checks(source_name(name).1))
         .map(|(_, command)| command.trim().to_string())
         .collect()
+}
+
+/// A `figures` line's name, and whether it is marked `(full tier)`.
+fn source_name(name: &str) -> (&str, bool) {
+    let name = name.trim();
+    match name.strip_suffix("(full tier)") {
+        Some(plain) => (plain.trim(), true),
+        None => (name, false),
+    }
+}
+
+/// Whether an item is a figure of the full tier's plans: refused when it divides one of them by
+/// a plan of the CI tier, which neither tier alone would plan both of.
+fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bool> {
+    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
+    let tiers: Vec<(&str, bool)> = expression
+        .split('/')
+        .filter_map(|part| part.trim().split_once('.'))
+        .filter_map(|(name, _)| Some((name, sources.get(name)?.full_tier)))
+        .collect();
+    if let [(a, true), (b, false)] | [(b, false), (a, true)] = tiers.as_slice() {
+        bail!("{a} is the full tier's plan and {b} the CI tier's: mark both or neither");
+    }
+    Ok(tiers.iter().any(|(_, full)| *full))
 }
 
 /// A check line's row (`"| parameters |"`: the next line holding it; none: the next line) and
@@ -607,13 +669,25 @@ fn measurement_marker(block: &str) -> bool {
     block.to_lowercase().contains("measured") && dated && block.contains('`')
 }
 
-/// The figures of `text` with a unit that `figures` do not check, in sections (a heading to the
-/// next) that hold no measurement marker. Code blocks are commands, not figures; a line after
+/// The figures of `text` with a unit that `figures` do not check (in this tier or, `left`, the
+/// other), in sections (a heading to the next) that hold no measurement marker. Code blocks are commands, not figures; a line after
 /// `<!-- given "TEXT": WHY -->` that holds TEXT states inputs or limits the code sets (a budget,
 /// a cap), not results, and WHY says which.
-fn unmarked(file: &str, text: &str, figures: &[Figure]) -> Vec<Unmarked> {
-    let checked: std::collections::HashSet<(usize, usize)> =
-        figures.iter().map(|f| (f.line, f.index)).collect();
+fn unmarked(
+    file: &str,
+    text: &str,
+    figures: &[Figure],
+    left: &[(String, usize, usize)],
+) -> Vec<Unmarked> {
+    let left_here = left
+        .iter()
+        .filter(|(page, _, _)| page == file)
+        .map(|(_, line, index)| (*line, *index));
+    let checked: std::collections::HashSet<(usize, usize)> = figures
+        .iter()
+        .map(|f| (f.line, f.index))
+        .chain(left_here)
+        .collect();
     let mut found = Vec::new();
     let mut section = Vec::new();
     let mut marked = false;
@@ -724,7 +798,7 @@ mod tests {
             documented: "3".into(),
             computed: "3".into(),
         }];
-        let found: Vec<(usize, String)> = unmarked("p.md", page, &figures)
+        let found: Vec<(usize, String)> = unmarked("p.md", page, &figures, &[])
             .into_iter()
             .map(|u| (u.line, u.figure))
             .collect();
@@ -778,5 +852,30 @@ mod tests {
             "<!-- check: catalog.claims; catalog.claims -->\none 1\n",
         );
         assert!(missing.is_err());
+    }
+
+    #[test]
+    fn a_figure_belongs_to_the_tier_of_its_plans_and_may_not_mix_them() {
+        let source = |full_tier| Source {
+            command: "plan --preset gpt2-small".to_string(),
+            full_tier,
+        };
+        assert_eq!(source_name(" l8-2 (full tier) "), ("l8-2", true));
+        assert_eq!(source_name("l8-8"), ("l8-8", false));
+        let sources = HashMap::from([
+            ("a".to_string(), source(false)),
+            ("b".to_string(), source(true)),
+        ]);
+        assert!(!item_tier("a.params", &sources).unwrap());
+        assert!(item_tier("b.high_water_in_use_bytes GiB", &sources).unwrap());
+        assert!(item_tier("b.params/25349.9 MiB", &sources).unwrap());
+        assert!(!item_tier("catalog.claims", &sources).unwrap());
+        let mixed = item_tier("b.params/a.params", &sources).unwrap_err();
+        assert!(
+            mixed.to_string().contains("mark both or neither"),
+            "{mixed}"
+        );
+        assert!(DocsTier::Ci.checks(false) && !DocsTier::Ci.checks(true));
+        assert!(DocsTier::Full.checks(true) && !DocsTier::Full.checks(false));
     }
 }
