@@ -22,7 +22,8 @@ use super::models::{RoutedCounts, RoutingSource};
 use super::outcome::{Fallback, OutOfMemory, Suggestion};
 use super::overrides::apply_overrides;
 use super::phase::Phase;
-use super::recipe::write_back::Fitting;
+use super::recipe::write_back::{Fitting, Written, write_back};
+use super::recipe::{Reading, Recipe};
 use super::strategies::weight_dtype::QuantizedWeights;
 use super::train::{KeptBytes, PredictedBytes, Run, Timeline};
 use super::validate::Purpose;
@@ -148,10 +149,19 @@ impl Checked {
 }
 
 impl Plan {
-    /// The suggestions its plans found to fit, in the order they were tried: what a recipe is
-    /// written back with (`recipe::write_back`, on the command line and the page alike).
-    pub fn fitting(&self) -> impl Iterator<Item = Fitting> + '_ {
-        self.suggestions
+    /// `recipe` (read as `reading`, and planned here) written back to fit this plan's budget:
+    /// nothing to write when the plan fits as it is, else the first of its suggestions that
+    /// fits and that the recipe's format can say, in the order they were tried. The command
+    /// line's `--write-recipe` and the page's Export recipe both ask here.
+    pub fn write_back(&self, recipe: &Recipe, reading: &Reading) -> Result<WriteBack, String> {
+        let budget = self
+            .budget_bytes
+            .ok_or_else(|| "the plan has no GPU memory to fit".to_string())?;
+        if self.fits == Some(true) {
+            return Ok(WriteBack::FitsAsItIs { budget });
+        }
+        let fitting = self
+            .suggestions
             .iter()
             .filter_map(|checked| match checked.checked {
                 Checked::Fits {
@@ -162,8 +172,18 @@ impl Plan {
                     high_water_in_use_bytes,
                 }),
                 _ => None,
-            })
+            });
+        write_back(recipe, reading, &self.config, budget, fitting).map(WriteBack::Written)
     }
+}
+
+/// What a plan writes a recipe back as.
+#[derive(Debug)]
+pub enum WriteBack {
+    /// The plan fits `budget` bytes as the recipe stands: nothing to change.
+    FitsAsItIs { budget: u64 },
+    /// The recipe with the change that fits.
+    Written(Written),
 }
 
 /// The config as a plan runs it.

@@ -8,9 +8,8 @@ use vramlab::engine::Purpose;
 use vramlab::engine::config::RunConfig;
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::hf_config::{self, HfModel};
-use vramlab::engine::plan::Plan;
+use vramlab::engine::plan::{Plan, WriteBack};
 use vramlab::engine::recipe::configure::{builder_model, run_config};
-use vramlab::engine::recipe::write_back::write_back;
 use vramlab::engine::recipe::{self, Format, ModelRef, Reading, Recipe};
 
 use crate::browser::download;
@@ -227,25 +226,19 @@ pub fn export(loaded: &LoadedRecipe, plan: &Plan) -> Result<String, String> {
             loaded.file
         ));
     }
-    let format = ByteFormat::MIB_OR_GIB;
-    let budget = plan
-        .budget_bytes
-        .ok_or_else(|| "the plan has no GPU memory to fit".to_string())?;
-    if plan.fits == Some(true) {
-        return Ok(format!(
-            "{} fits {} as it is: nothing to change",
-            loaded.file,
-            format.of(budget)
-        ));
-    }
-    let written = write_back(
-        &loaded.recipe,
-        &loaded.reading,
-        &plan.config,
-        budget,
-        plan.fitting(),
-    )
-    .map_err(|why| format!("{}: {why}", loaded.file))?;
+    let written = match plan
+        .write_back(&loaded.recipe, &loaded.reading)
+        .map_err(|why| format!("{}: {why}", loaded.file))?
+    {
+        WriteBack::FitsAsItIs { budget } => {
+            return Ok(format!(
+                "{} fits {} as it is: nothing to change",
+                loaded.file,
+                ByteFormat::MIB_OR_GIB.of(budget)
+            ));
+        }
+        WriteBack::Written(written) => written,
+    };
     let name = loaded.written_name();
     download(&name, "application/yaml", &written.text);
     Ok(format!("{name}: {}", written.note))

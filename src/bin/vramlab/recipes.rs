@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use vramlab::engine::ConfigError;
 use vramlab::engine::format::ByteFormat;
-use vramlab::engine::plan::Plan;
-use vramlab::engine::recipe::write_back;
+use vramlab::engine::plan::{Plan, WriteBack};
 use vramlab::engine::recipe::{self, Reading, Recipe};
 
 /// A recipe as read: its label (the path) and reading.
@@ -77,28 +76,25 @@ pub fn write_back(
     planned: &Plan,
     out: &Path,
 ) -> anyhow::Result<()> {
-    let format = ByteFormat::MIB_OR_GIB;
-    let budget = planned.budget_bytes.ok_or_else(|| {
-        anyhow::anyhow!("--write-recipe needs --budget: the change is one that fits it")
-    })?;
-    if planned.fits == Some(true) {
-        eprintln!(
-            "{} fits {} as it is: {} not written",
-            path.display(),
-            format.of(budget),
-            out.display()
-        );
-        return Ok(());
+    if planned.budget_bytes.is_none() {
+        anyhow::bail!("--write-recipe needs --budget: the change is one that fits it");
     }
     let (recipe, reading) = load(path, launcher)?;
-    let written = write_back::write_back(
-        &recipe,
-        &reading,
-        &planned.config,
-        budget,
-        planned.fitting(),
-    )
-    .map_err(|why| anyhow::anyhow!("{why}: {} not written", out.display()))?;
+    let written = match planned
+        .write_back(&recipe, &reading)
+        .map_err(|why| anyhow::anyhow!("{why}: {} not written", out.display()))?
+    {
+        WriteBack::FitsAsItIs { budget } => {
+            eprintln!(
+                "{} fits {} as it is: {} not written",
+                path.display(),
+                ByteFormat::MIB_OR_GIB.of(budget),
+                out.display()
+            );
+            return Ok(());
+        }
+        WriteBack::Written(written) => written,
+    };
     std::fs::write(out, &written.text).with_context(|| format!("writing {}", out.display()))?;
     // On stderr, so that `--json` leaves stdout the plan's JSON alone.
     eprintln!("wrote {}: {}", out.display(), written.note);

@@ -4,7 +4,7 @@
 
 use crate::engine::config::Sharding;
 
-use super::document::Value;
+use super::document::{Field, Value};
 use super::reading::Mapper;
 
 const PARAMETERS_ON_HOST: &str = "parameters on the host (FSDP's CPU offload, DeepSpeed's \
@@ -14,6 +14,17 @@ const PARAMETERS_ON_HOST: &str = "parameters on the host (FSDP's CPU offload, De
 /// Set-up and ordering keys of FSDP: what the plan assumes for them.
 const FSDP_SET_UP: &str = "set-up, saving or ordering: the plan wraps each block and the root \
     and prefetches the next block's gather, as FSDP2 does by default";
+
+/// Plans `sharding` for `field` and says so, with `how` the launcher names it (FSDP's strategy,
+/// a ZeRO stage): every launcher's sharding is mapped here, so what a reading says and what it
+/// plans cannot part.
+pub fn map_sharding(m: &mut Mapper, field: &Field, sharding: Sharding, how: &str) {
+    m.intent.sharding = Some(sharding);
+    m.mapped(
+        field,
+        format!("strategies.sharding={} ({how})", sharding.name()),
+    );
+}
 
 /// `fsdp` (a list, or transformers' space-separated text) and `fsdp_config.*`.
 pub fn fsdp(m: &mut Mapper) {
@@ -46,15 +57,7 @@ pub fn fsdp(m: &mut Mapper) {
             }
         }
         if let Some(sharding) = sharding {
-            m.intent.sharding = Some(sharding);
-            m.mapped(
-                &field,
-                format!(
-                    "strategies.sharding={} ({})",
-                    sharding.name(),
-                    sharding.fsdp_name()
-                ),
-            );
+            map_sharding(m, &field, sharding, sharding.fsdp_name());
         } else {
             m.ignored(&field, "no sharding named");
         }
@@ -94,10 +97,7 @@ pub fn fsdp_config(m: &mut Mapper, prefix: &str) {
                 _ => None,
             };
             match sharding {
-                Some(sharding) => {
-                    m.intent.sharding = Some(sharding);
-                    m.mapped(&field, format!("strategies.sharding={}", sharding.name()));
-                }
+                Some(sharding) => map_sharding(m, &field, sharding, sharding.fsdp_name()),
                 None => m.refused(
                     &field,
                     format!("{name}: not planned (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD are)"),
@@ -149,15 +149,7 @@ pub fn reshard_after_forward(m: &mut Mapper, path: &str) {
         } else {
             Sharding::Gradients
         };
-        m.intent.sharding = Some(sharding);
-        m.mapped(
-            &field,
-            format!(
-                "strategies.sharding={} ({})",
-                sharding.name(),
-                sharding.fsdp_name()
-            ),
-        );
+        map_sharding(m, &field, sharding, sharding.fsdp_name());
     }
 }
 
@@ -182,11 +174,7 @@ fn zero(m: &mut Mapper, stage: &str, optimizer_device: &str, param_device: &str)
             Sharding::Gradients,
             Sharding::Full,
         ][stage];
-        m.intent.sharding = Some(sharding);
-        m.mapped(
-            &field,
-            format!("strategies.sharding={} (ZeRO-{stage})", sharding.name()),
-        );
+        map_sharding(m, &field, sharding, &format!("ZeRO-{stage}"));
     }
     if let Some((field, device)) = m.text(optimizer_device) {
         match device.as_str() {
@@ -301,10 +289,7 @@ pub fn accelerate(m: &mut Mapper) {
                 m.mapped(&field, "FSDP (FULL_SHARD unless its config says otherwise)");
             }
             "DEEPSPEED" => m.mapped(&field, "DeepSpeed (its stage below)"),
-            "MULTI_GPU" => {
-                m.intent.sharding = Some(Sharding::None);
-                m.mapped(&field, "strategies.sharding=none (data parallel)");
-            }
+            "MULTI_GPU" => map_sharding(m, &field, Sharding::None, "data parallel"),
             "NO" => m.mapped(&field, "one process"),
             _ => m.refused(
                 &field,

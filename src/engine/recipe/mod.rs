@@ -485,6 +485,33 @@ mod tests {
     }
 
     #[test]
+    fn a_distributed_torchtune_launch_says_the_sharding_its_recipe_chose() {
+        let r = reading(
+            "# tune run --nproc_per_node 2 full_finetune_distributed --config llama3_1/8B_full\n\
+             model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\n\
+             fsdp_reshard_after_forward: False\nbatch_size: 2\ndtype: bf16\n",
+        );
+        assert_eq!(r.gpus, Some(2));
+        assert!(
+            r.sets
+                .contains(&"strategies.sharding=gradients".to_string()),
+            "{:?}",
+            r.sets
+        );
+        let launch = r
+            .lines
+            .iter()
+            .find(|l| l.field == "(launch line in a comment)")
+            .unwrap();
+        assert!(
+            launch.text.contains("strategies.sharding=gradients")
+                && launch.text.contains("SHARD_GRAD_OP"),
+            "{}",
+            launch.text
+        );
+    }
+
+    #[test]
     fn a_deepspeed_file_beside_the_recipe_shards_it() {
         let recipe = Recipe::parse(
             "model_name_or_path: a/b\nfinetuning_type: full\nbf16: true\ndeepspeed: ds.json\n",

@@ -367,12 +367,17 @@ pub fn read(m: &mut Mapper, text: &str) {
     launch::reshard_after_forward(m, "fsdp_reshard_after_forward");
     if let Some((line, command, processes, distributed)) = launch::torchtune_launch(text) {
         let what = if distributed {
-            m.intent
+            // A distributed recipe shards fully unless its `fsdp_reshard_after_forward` said
+            // otherwise above: the line says what is planned.
+            let sharding = *m
+                .intent
                 .sharding
                 .get_or_insert(crate::engine::config::Sharding::Full);
             m.intent.gpus = Some(processes);
             format!(
-                "gpus={processes}, strategies.sharding=full (a distributed recipe: FSDP2's FULL_SHARD)"
+                "gpus={processes}, strategies.sharding={} (a distributed recipe: FSDP2's {})",
+                sharding.name(),
+                sharding.fsdp_name()
             )
         } else {
             "one GPU (a single-device recipe)".to_string()
