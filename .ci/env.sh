@@ -19,3 +19,17 @@ if command -v clippy-driver >/dev/null; then
   export RUSTC_WORKSPACE_WRAPPER="${RUSTC_WORKSPACE_WRAPPER:-clippy-driver}"
   export CLIPPY_ARGS="${CLIPPY_ARGS:--D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__}"
 fi
+# The vendored cubecl-runtime (vendor/) is a path package, and its build script names no
+# rerun-if-changed, so cargo fingerprints it by the newest mtime of its files: a fresh clone's
+# checkout times differ from the last build's, cargo reruns the script, rebuilds the crate and
+# with it every cubecl and burn crate, natively and for wasm32 (about 20 minutes on two cores,
+# each time a build alternates between two clones). Its files get the time of the last commit
+# that touched vendor/, the same in every clone, so the shared build cache stays fresh
+# (`CARGO_LOG=cargo::core::compiler::fingerprint=info` named the mtime as the only change).
+vramlab_repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -d "$vramlab_repo/vendor" ] && command -v git >/dev/null \
+  && vendor_time=$(git -C "$vramlab_repo" log -1 --format=%ct -- vendor 2>/dev/null) \
+  && [ -n "$vendor_time" ]; then
+  find "$vramlab_repo/vendor" -exec touch -h -d "@$vendor_time" {} +
+fi
+unset vramlab_repo vendor_time
