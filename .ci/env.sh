@@ -23,13 +23,14 @@ fi
 # rerun-if-changed, so cargo fingerprints it by the newest mtime of its files: a fresh clone's
 # checkout times differ from the last build's, cargo reruns the script, rebuilds the crate and
 # with it every cubecl and burn crate, natively and for wasm32 (about 20 minutes on two cores,
-# each time a build alternates between two clones). Its files get the time of the last commit
-# that touched vendor/, the same in every clone, so the shared build cache stays fresh
-# (`CARGO_LOG=cargo::core::compiler::fingerprint=info` named the mtime as the only change).
+# each time a build alternates between two clones; `CARGO_LOG=cargo::core::compiler::fingerprint=info`
+# named the mtime as the only change). Its files get a time computed from their contents: the
+# same in every clone (shallow or not), and another one whenever a file of it changes, so an
+# edit is still rebuilt. (A fixed time would hide an edit; a commit's time differs in a shallow
+# clone.) Six hex digits of the hash after 2023-11-14: a time always in the past.
 vramlab_repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ -d "$vramlab_repo/vendor" ] && command -v git >/dev/null \
-  && vendor_time=$(git -C "$vramlab_repo" log -1 --format=%ct -- vendor 2>/dev/null) \
-  && [ -n "$vendor_time" ]; then
-  find "$vramlab_repo/vendor" -exec touch -h -d "@$vendor_time" {} +
+if [ -d "$vramlab_repo/vendor" ]; then
+  vendor_hash=$(cd "$vramlab_repo" && find vendor -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-6)
+  find "$vramlab_repo/vendor" -exec touch -h -d "@$((1700000000 + 16#$vendor_hash))" {} +
 fi
-unset vramlab_repo vendor_time
+unset vramlab_repo vendor_hash
