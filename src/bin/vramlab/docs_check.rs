@@ -344,9 +344,8 @@ impl Checker {
             let computed = self
                 .compute(item, sources)
                 .with_context(|| format!("{file}:{number}: {item}"))?;
-            let from_plan = sources.iter().any(|(name, source)| {
-                source.command.starts_with("plan ") && item.contains(&format!("{name}."))
-            });
+            let from_plan =
+                referenced(item, sources).any(|(_, source)| source.command.starts_with("plan "));
             figures.push(Figure {
                 file: file.to_string(),
                 line: number,
@@ -506,14 +505,24 @@ fn source_name(name: &str) -> (&str, bool) {
     }
 }
 
+/// The sources an item's figures come from (`a.field`, `a.field/b.field`, with or without a
+/// unit), by name; numbers as written and built-in figures name none.
+fn referenced<'a>(
+    item: &'a str,
+    sources: &'a HashMap<String, Source>,
+) -> impl Iterator<Item = (&'a str, &'a Source)> {
+    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
+    expression
+        .split('/')
+        .filter_map(|part| part.trim().split_once('.'))
+        .filter_map(|(name, _)| Some((name, sources.get(name)?)))
+}
+
 /// Whether an item is a figure of the full tier's plans: refused when it divides one of them by
 /// a plan of the CI tier, which neither tier alone would plan both of.
 fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bool> {
-    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
-    let tiers: Vec<(&str, bool)> = expression
-        .split('/')
-        .filter_map(|part| part.trim().split_once('.'))
-        .filter_map(|(name, _)| Some((name, sources.get(name)?.full_tier)))
+    let tiers: Vec<(&str, bool)> = referenced(item, sources)
+        .map(|(name, source)| (name, source.full_tier))
         .collect();
     if let [(a, true), (b, false)] | [(b, false), (a, true)] = tiers.as_slice() {
         bail!("{a} is the full tier's plan and {b} the CI tier's: mark both or neither");
@@ -670,9 +679,9 @@ fn measurement_marker(block: &str) -> bool {
 }
 
 /// The figures of `text` with a unit that `figures` do not check (in this tier or, `left`, the
-/// other), in sections (a heading to the next) that hold no measurement marker. Code blocks are commands, not figures; a line after
-/// `<!-- given "TEXT": WHY -->` that holds TEXT states inputs or limits the code sets (a budget,
-/// a cap), not results, and WHY says which.
+/// other), in sections (a heading to the next) that hold no measurement marker. Code blocks are
+/// commands, not figures; a line after `<!-- given "TEXT": WHY -->` that holds TEXT states
+/// inputs or limits the code sets (a budget, a cap), not results, and WHY says which.
 fn unmarked(
     file: &str,
     text: &str,
