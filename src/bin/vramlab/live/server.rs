@@ -73,9 +73,9 @@ fn read_head(reader: &mut impl BufRead) -> Result<Head, String> {
         line.clear();
         match limited.read_line(line) {
             Ok(0) => Err("the request ended before its headers did".into()),
-            Ok(_) if !line.ends_with('\n') => {
-                Err(format!("the request's head is longer than {HEAD_BYTES} bytes"))
-            }
+            Ok(_) if !line.ends_with('\n') => Err(format!(
+                "the request's head is longer than {HEAD_BYTES} bytes"
+            )),
             Ok(_) => Ok(()),
             Err(err) => Err(err.to_string()),
         }
@@ -143,7 +143,12 @@ fn answer(connection: TcpStream, page: &Path, hub: &Hub) -> std::io::Result<()> 
         }
         ("GET", path) => serve_file(&mut writer, page, path, &head.accept_encoding, true),
         ("HEAD", path) => serve_file(&mut writer, page, path, &head.accept_encoding, false),
-        _ => respond(&mut writer, 405, &[("Allow", "GET, HEAD, POST")], Body::Empty),
+        _ => respond(
+            &mut writer,
+            405,
+            &[("Allow", "GET, HEAD, POST")],
+            Body::Empty,
+        ),
     }
 }
 
@@ -344,7 +349,10 @@ mod tests {
         assert!(refused("GET / HTTP/1.1\r\nHost 1\r\n\r\n").contains("not a header"));
         assert!(refused("GET / HTTP/1.1\r\nHost: 1\r\n").contains("ended before"));
         assert!(refused("POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n").contains("byte count"));
-        let long = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(HEAD_BYTES as usize));
+        let long = format!(
+            "GET / HTTP/1.1\r\nX: {}\r\n\r\n",
+            "a".repeat(HEAD_BYTES as usize)
+        );
         assert!(refused(&long).contains("longer than"));
     }
 }
