@@ -7,11 +7,12 @@
 //! when it refuses one.
 
 mod budget;
+mod model_kind;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::families::ModelKind;
 pub use budget::{BUDGET_FORMS, Budget};
+pub use model_kind::ModelKind;
 
 use super::error::ConfigError;
 use super::table::SharedTable;

@@ -19,7 +19,6 @@ mod recurrent;
 mod transformer;
 
 use burn::tensor::Device;
-use serde::{Deserialize, Serialize};
 
 use super::config::{InputKind, ModelConfig, RunConfig};
 use super::data::Dataset;
@@ -141,60 +140,29 @@ pub trait Family: Sync {
     }
 }
 
-/// The registry: one line a family. Generates [`ModelKind`] (`model.kind` in configs), its
-/// names and the family each kind is.
-macro_rules! families {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal => $family:expr;)*) => {
-        #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum ModelKind {
-            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+pub use super::config::ModelKind;
+
+/// The registry: each kind's family. The kinds are the configuration's (`config::ModelKind`);
+/// this match over all of them is where a family registers, and fails to compile when a kind
+/// has none.
+impl ModelKind {
+    /// What vramlab knows about this family.
+    pub fn family(self) -> &'static dyn Family {
+        match self {
+            Self::Mlp => &mlp::Mlp,
+            Self::Cnn => &cnn::Cnn,
+            Self::Gru => &recurrent::Recurrent { lstm: false },
+            Self::Lstm => &recurrent::Recurrent { lstm: true },
+            Self::Transformer => &transformer::Transformer,
+            Self::Llama => &llama::LLAMA,
+            Self::Qwen3 => &qwen3::QWEN3,
+            Self::Gemma2 => &gemma::GEMMA2,
+            Self::Gemma3 => &gemma::GEMMA3,
+            Self::Phi3 => &phi3::PHI3,
+            Self::Mixtral => &mixtral::MIXTRAL,
+            Self::Qwen3Moe => &qwen3_moe::QWEN3_MOE,
         }
-
-        impl ModelKind {
-            /// Every family, in the registry's order.
-            pub const ALL: &'static [ModelKind] = &[$(Self::$variant,)*];
-            /// Their names as configs write them.
-            pub const NAMES: &'static [&'static str] = &[$($name,)*];
-
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $name,)*
-                }
-            }
-
-            /// What vramlab knows about this family.
-            pub fn family(self) -> &'static dyn Family {
-                match self {
-                    $(Self::$variant => &$family,)*
-                }
-            }
-        }
-    };
-}
-
-families! {
-    Mlp = "mlp" => mlp::Mlp;
-    Cnn = "cnn" => cnn::Cnn;
-    Gru = "gru" => recurrent::Recurrent { lstm: false };
-    Lstm = "lstm" => recurrent::Recurrent { lstm: true };
-    Transformer = "transformer" => transformer::Transformer;
-    /// A Llama-style decoder: RMSNorm, a SwiGLU feed-forward, rotary positions,
-    /// grouped-query attention, tied or untied output (Llama, Mistral, Qwen2 shapes).
-    Llama = "llama" => llama::LLAMA;
-    /// Qwen3: the llama with per-head query and key norms and heads of their own width.
-    Qwen3 = "qwen3" => qwen3::QWEN3;
-    /// Gemma 2: the llama with Gemma's norms, GeGLU and scaled embeddings, a window in every
-    /// other layer and soft-capped logits.
-    Gemma2 = "gemma2" => gemma::GEMMA2;
-    /// Gemma 3: Gemma 2's blocks with query and key norms and windowed layers of their own
-    /// rotary base.
-    Gemma3 = "gemma3" => gemma::GEMMA3;
-    /// Phi-3: the llama with Q, K and V in one matrix and the gate and up in another.
-    Phi3 = "phi3" => phi3::PHI3;
-    /// Mixtral: Mistral's blocks with a router over SwiGLU experts, a few of them a token.
-    Mixtral = "mixtral" => mixtral::MIXTRAL;
-    /// Qwen3-MoE: Qwen3's attention with Mixtral's router over narrow SwiGLU experts.
-    Qwen3Moe = "qwen3_moe" => qwen3_moe::QWEN3_MOE;
+    }
 }
 
 impl ModelKind {
