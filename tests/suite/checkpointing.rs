@@ -33,7 +33,7 @@ fn loss_and_grads(preset: &str, sets: &[&str]) -> (f32, Vec<(Vec<f32>, bool)>) {
     let (_lock, gpu) = gpu();
     let config = config(preset, sets);
     gpu.device.seed(config.seed);
-    let mut hooks = Hooks::new(&config, &gpu);
+    let mut hooks = Hooks::new(&config, &gpu, None);
     let device = hooks.training_device(gpu.device.clone().autodiff());
     let data = Dataset::build(&config.data, config.seed).unwrap();
     let data = match config.model.is_decoder() {

@@ -96,9 +96,11 @@ fn each_fixture_maps_its_fields_and_names_what_it_refuses() {
         sharded.gpus, None,
         "Axolotl's YAML does not count its processes"
     );
-    assert_eq!(
-        refused(&sharded),
-        ["lora_dropout", "fsdp_config.fsdp_offload_params"]
+    assert_eq!(refused(&sharded), ["lora_dropout"]);
+    assert!(
+        sharded
+            .sets
+            .contains(&"strategies.offload=parameters".to_string())
     );
 
     let full = reading("axolotl/fft-8b-liger-fsdp.yaml", &[]);
@@ -109,12 +111,7 @@ fn each_fixture_maps_its_fields_and_names_what_it_refuses() {
     );
     assert_eq!(
         refused(&full),
-        [
-            "liger_rope",
-            "liger_rms_norm",
-            "liger_glu_activation",
-            "fsdp_config.fsdp_offload_params"
-        ]
+        ["liger_rope", "liger_rms_norm", "liger_glu_activation",]
     );
 
     let qlora = reading("torchtune/8B_qlora_single_device.yaml", &[]);
@@ -209,6 +206,19 @@ fn each_fixture_maps_its_fields_and_names_what_it_refuses() {
     assert_eq!(
         line_of(&zero3, "zero_optimization.stage").kind,
         Kind::Mapped
+    );
+
+    // ZeRO-3 with offload_param and offload_optimizer on cpu: parameters on the host.
+    let offloaded = reading(
+        "llama-factory/qwen3_full_sft.yaml",
+        &["llama-factory/examples/deepspeed/ds_z3_offload_config.json"],
+    );
+    assert!(
+        offloaded
+            .sets
+            .contains(&"strategies.offload=parameters".to_string()),
+        "{:?}",
+        offloaded.sets
     );
 
     let trl = reading("trl/example_config.yaml", &["trl/fsdp2.yaml"]);

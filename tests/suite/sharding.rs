@@ -384,7 +384,7 @@ fn offloaded_activations_wait_on_the_host_and_leave_the_gpu() {
             .to_string()
     };
     assert!(refused(&c, Purpose::Run).contains("planned, not run"));
-    assert!(refused(&with(Offload::Parameters), Purpose::Plan).contains("not planned yet"));
+    assert!(refused(&with(Offload::Parameters), Purpose::Plan).contains("under full sharding"));
     let mut whole = config("sort-llama", &[]);
     whole.strategies.offload = Offload::Activations;
     assert!(refused(&whole, Purpose::Plan).contains("checkpointing = layers"));
@@ -428,6 +428,64 @@ fn an_offloaded_optimizer_leaves_its_state_and_the_gradients_to_the_host() {
             .to_string();
         assert!(
             refused.contains("full or gradients sharding"),
+            "{gpus} {sharding}: {refused}"
+        );
+    }
+}
+
+/// `offload = parameters` under full sharding (FSDP2's `CPUOffloadPolicy`): the shards, their
+/// gradients and the optimizer state live on the host, so the GPU's parameters are the shards'
+/// bytes fewer (the model's constants stay), and it keeps no gradient and no optimizer state;
+/// what it gathers is whole on any count of GPUs, so one GPU holds what four do but for the
+/// shards' copies; the host holds each f32 shard and its gradient and two moments. One GPU plans
+/// it too; it is refused without full sharding.
+#[test]
+fn offloaded_parameters_leave_the_gpu_with_their_gradients_and_state() {
+    let (_lock, _) = gpu();
+    let with = |gpus: usize, offload: Offload| {
+        let mut config = sharded(gpus, "full");
+        config.strategies.offload = offload;
+        config
+    };
+    let kept = planned(&with(4, Offload::None));
+    let on_host = planned(&with(4, Offload::Parameters));
+    let one = planned(&with(1, Offload::Parameters));
+    let sizes = |plan: &Plan| plan.category_sizes.expect("categories");
+    let (was, now) = (sizes(&kept), sizes(&on_host));
+    let share = on_host.sharded.expect("sharded");
+    assert_eq!(was.parameter - now.parameter, share.shard_values * 4);
+    assert_eq!(on_host.host_bytes, Some(share.shard_values * 16));
+    assert_eq!(now.gradient, 0, "{now:?}");
+    // What the step still allocates is a scalar's page at most.
+    assert!(
+        now.optimizer_state * 1000 < was.optimizer_state,
+        "{now:?} against {was:?}"
+    );
+    assert!(on_host.high_water_in_use_bytes < kept.high_water_in_use_bytes);
+    let whole = one
+        .sharded
+        .expect("one GPU's run is cut into a shard of one");
+    assert_eq!((whole.gpus, whole.shard_values), (1, whole.model_values));
+    assert_eq!(one.host_bytes, Some(whole.shard_values * 16));
+    assert_eq!(sizes(&one).parameter, now.parameter);
+    let block_bytes = (whole.model_values - whole.root_values) / 2 * 4;
+    assert!(
+        one.high_water_in_use_bytes
+            .abs_diff(on_host.high_water_in_use_bytes)
+            <= block_bytes,
+        "{} on one GPU, {} on four",
+        one.high_water_in_use_bytes,
+        on_host.high_water_in_use_bytes
+    );
+    for (gpus, sharding) in [(4, "gradients"), (1, "none")] {
+        let mut unplanned = sharded(gpus, sharding);
+        unplanned.strategies.offload = Offload::Parameters;
+        let refused = unplanned
+            .validate_for(Purpose::Plan)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            refused.contains("under full sharding"),
             "{gpus} {sharding}: {refused}"
         );
     }

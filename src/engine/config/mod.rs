@@ -574,8 +574,10 @@ pub struct Strategies {
     /// parameters, gradients and optimizer state (`full`: FSDP's FULL_SHARD, ZeRO-3).
     pub sharding: Sharding,
     /// What is kept in host memory instead of on each GPU: nothing, the optimizer's state and
-    /// step (`optimizer`: ZeRO-Offload, under full or gradients sharding), or each checkpointed
-    /// block's input (`activations`: torchtune's `enable_activation_offloading`).
+    /// step (`optimizer`: ZeRO-Offload, under full or gradients sharding), the shards with
+    /// their gradients and optimizer state (`parameters`: FSDP2's `CPUOffloadPolicy`, under
+    /// full sharding), or each checkpointed block's input (`activations`: torchtune's
+    /// `enable_activation_offloading`).
     pub offload: Offload,
 }
 
@@ -609,8 +611,8 @@ pub enum Offload {
     /// Optimizer state on the host, stepped there (ZeRO-Offload), under full or gradients
     /// sharding.
     Optimizer,
-    /// Parameters, gradients and optimizer state on the host (FSDP2's `CPUOffloadPolicy`).
-    /// Not planned yet.
+    /// Parameters, gradients and optimizer state on the host (FSDP2's `CPUOffloadPolicy`),
+    /// under full sharding: each block gathered to the GPU before it runs.
     Parameters,
     /// Each checkpointed block's input on the host between forward and its recomputation.
     Activations,

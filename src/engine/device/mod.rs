@@ -22,7 +22,9 @@ pub mod planner;
 mod turns;
 
 pub use modelled::{ModelledAdapter, ModelledLimits};
-pub use planner::{Planner, fresh_planner, planner_async, planner_for, this_modelled_adapter};
+pub use planner::{
+    Planner, fresh_planner, host_stand_in, planner_async, planner_for, this_modelled_adapter,
+};
 #[cfg(not(target_arch = "wasm32"))]
 pub use planner::{planner, planner_modelling};
 pub use turns::{Launches, Turn, take_turn};

@@ -8,6 +8,7 @@
 //! It is a second cubecl device beside the process's GPU: a plan and a real run can share a
 //! process (the tests compare them in one).
 
+use std::future::Future;
 use std::sync::{Mutex, PoisonError};
 
 use burn::tensor::wgpu::{MemoryConfiguration, WgpuSetup, wgpu};
@@ -85,6 +86,35 @@ pub async fn planner_for(modelled: ModelledAdapter) -> Result<Planner, EngineErr
 /// a process of its own.
 pub async fn fresh_planner(modelled: ModelledAdapter) -> Result<Planner, EngineError> {
     start(modelled).await
+}
+
+/// The device standing in for the host's memory under `strategies.offload = parameters`
+/// (FSDP2's `CPUOffloadPolicy`): a planning device of its own, started once a process, that
+/// holds the shards a plan keeps on the host so that the GPU's pools never count them. Nothing
+/// on it is read or computed from (a gather allocates its host-to-device copy on the GPU), and
+/// under a dry run its pages are never mapped, so it costs no memory whatever it holds.
+///
+/// Started synchronously: a noop device's adapter and device are ready at once, in the browser
+/// too, so this polls its start once and says so if that ever changes.
+pub fn host_stand_in(modelled: &ModelledAdapter) -> Result<Device, EngineError> {
+    static HOST: Mutex<Option<Device>> = Mutex::new(None);
+    let mut host = HOST.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(device) = host.as_ref() {
+        return Ok(device.clone());
+    }
+    let mut starting = std::pin::pin!(start(modelled.clone()));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let started = match starting.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(started) => started?,
+        std::task::Poll::Pending => {
+            return Err(EngineError::NoAdapter(
+                "the host's stand-in device did not start at once (a noop device always has)"
+                    .into(),
+            ));
+        }
+    };
+    *host = Some(started.gpu.device.clone());
+    Ok(started.gpu.device)
 }
 
 /// The adapter a default device would get here, as a planning device would model it.

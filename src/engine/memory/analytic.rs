@@ -432,7 +432,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             Sharding::Gradients | Sharding::Full => {}
         }
     }
-    if config.strategies.sharding.shards_parameters() && config.gpus > 1 {
+    let params_on_host = config.strategies.offload == Offload::Parameters;
+    if config.strategies.sharding.shards_parameters() && (config.gpus > 1 || params_on_host) {
         // Backward starts with the loss's and the head's gradients, before any shard's
         // gradient exists; each block's working set comes beside the shard gradients made.
         let working = Working {
@@ -443,6 +444,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             every_weight: config.strategies.trainable == Trainable::All,
             every_block: config.strategies.sharding == Sharding::Gradients,
             optimizer_on_host: config.strategies.offload == Offload::Optimizer,
+            params_on_host,
         };
         // Mixed precision gathers f32 shards as f16 (FSDP2's MixedPrecisionPolicy), and keeps
         // no f16 copy of the whole model.
@@ -501,6 +503,9 @@ struct Held {
     /// `offload = optimizer`: gradients leave after their reduce-scatter, the state and the
     /// step are the host's.
     optimizer_on_host: bool,
+    /// `offload = parameters`: the shards too; the GPU holds what is gathered and the working
+    /// set.
+    params_on_host: bool,
 }
 
 /// One GPU's share of a sharded run (`strategies.sharding = full` or `gradients`, with
@@ -517,9 +522,12 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Workin
     p.params = p.params.div_ceil(gpus);
     p.grads = p.grads.div_ceil(gpus);
     p.optimizer_state = p.optimizer_state.div_ceil(gpus);
-    if held.optimizer_on_host {
+    if held.optimizer_on_host || held.params_on_host {
         p.grads = 0;
         p.optimizer_state = 0;
+    }
+    if held.params_on_host {
+        p.params = 0;
     }
     let resident = p.params + p.optimizer_state + p.resident_data;
     let reduce_input = if held.every_weight { block_values } else { 0 };

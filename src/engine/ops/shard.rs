@@ -18,6 +18,11 @@
 //!   `fully_shard(model)` after each block's) are gathered once in forward and kept gathered to
 //!   the end of backward ([`Shards::end_of_backward`]).
 //!
+//! - With the shards on the host (`strategies.offload = parameters`, FSDP2's
+//!   `CPUOffloadPolicy`) every parameter's shard is made on a device standing in for the host
+//!   (`device::host_stand_in`), which the GPU's pools never see; each gather first copies the
+//!   shard to the GPU (a fresh allocation of the shard's size, as FSDP2 copies it before the
+//!   all-gather) and gathers from that copy. The host's values are never read.
 //! - Under mixed precision each shard is cast to the compute type before its gather (the
 //!   all-gather's input, freed once it has run) and gradients are reduce-scattered in that
 //!   type, then cast to the shard's, as FSDP2's `MixedPrecisionPolicy` does.
@@ -31,7 +36,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
-use burn::tensor::{FloatDType, Tensor};
+use burn::tensor::{Device, FloatDType, Tensor};
 
 use super::bridge::{Raw, plain, raw};
 use super::walk::AdapterDepth;
@@ -96,8 +101,22 @@ pub struct Shards {
     /// The shards' gradients leave for the host once reduce-scattered, where the optimizer
     /// steps (`strategies.offload = optimizer`).
     gradients_to_host: bool,
+    /// The GPU each gather copies a shard to, when the shards live on the host.
+    gpu: Option<Device>,
     layouts: HashMap<ParamId, Layout>,
     held: Mutex<Held>,
+}
+
+/// How a sharded run moves its values between what a GPU keeps and what it computes with.
+pub struct Moves {
+    /// FULL_SHARD (a block freed after its forward pass) or SHARD_GRAD_OP (kept to backward).
+    pub reshard_after_forward: bool,
+    /// The type shards are gathered and gradients reduced in, when not the shards' own.
+    pub gather_dtype: Option<FloatDType>,
+    /// Whether each reduce-scattered gradient leaves for the host's optimizer.
+    pub gradients_to_host: bool,
+    /// The GPU each gather copies a shard to, when the shards live on the host.
+    pub gpu: Option<Device>,
 }
 
 /// Buffers that outlive the call that made them.
@@ -126,10 +145,11 @@ pub type Layouts = HashMap<ParamId, Layout>;
 impl Shards {
     /// `model` as one GPU's shard of it across `ranks` GPUs, before its parameters exist (and
     /// before LoRA adapts it: an adapter then builds on its base's shard), and each
-    /// parameter's layout.
-    pub fn cut<M: Module>(model: M, ranks: usize) -> (M, Layouts) {
+    /// parameter's layout. With `host`, every shard is made there (the host's stand-in).
+    pub fn cut<M: Module>(model: M, ranks: usize, host: Option<Device>) -> (M, Layouts) {
         let mut cut = ToShards {
             ranks,
+            host,
             containers: Vec::new(),
             layouts: HashMap::new(),
         };
@@ -152,24 +172,28 @@ impl Shards {
     }
 
     /// The sharding of the final `model` (its trained parameters read from it), `root_values`
-    /// of its parameters the root's, gathered in `gather_dtype` when set (the shards' own type
-    /// otherwise).
+    /// of its parameters the root's, its values moved as `moves` says.
     pub fn new<M: Module>(
         model: &M,
         ranks: usize,
         mut layouts: Layouts,
         root_values: usize,
-        reshard_after_forward: bool,
-        gather_dtype: Option<FloatDType>,
-        gradients_to_host: bool,
+        moves: Moves,
     ) -> Self {
         model.visit(&mut MarkTrained(&mut layouts));
+        let Moves {
+            reshard_after_forward,
+            gather_dtype,
+            gradients_to_host,
+            gpu,
+        } = moves;
         Self {
             ranks,
             reshard_after_forward,
             root_values,
             gather_dtype,
             gradients_to_host,
+            gpu,
             layouts,
             held: Mutex::default(),
         }
@@ -315,6 +339,8 @@ fn shaped(values: Tensor<1>, shape: &[usize]) -> Raw {
 /// Cuts each float parameter to its shard, lazily: the full parameter never exists.
 struct ToShards {
     ranks: usize,
+    /// Where the shards are made in the host's place (`offload = parameters`).
+    host: Option<Device>,
     /// The modules entered, innermost last: an embedding's table shards along its rows.
     containers: Vec<String>,
     layouts: HashMap<ParamId, Layout>,
@@ -343,7 +369,12 @@ impl ModuleMapper for ToShards {
             .try_into()
             .expect("a layout keeps its parameter's rank");
         let id = param.id;
-        let device = param.lazy_device();
+        let device = match &self.host {
+            // On the host's stand-in, tracked as the model is (an autodiff device or not).
+            Some(host) if param.lazy_device().is_autodiff() => host.clone().autodiff(),
+            Some(host) => host.clone(),
+            None => param.lazy_device(),
+        };
         self.layouts.insert(id, layout);
         // A fresh shard, initialised where the parameter would be; trained until a strategy
         // freezes it (LoRA's bases, `head`'s body).
@@ -445,7 +476,12 @@ impl ModuleMapper for Gather<'_> {
         };
         let ranks = self.shards.ranks;
         let dtype = self.shards.gather_dtype;
+        let gpu = self.shards.gpu.as_ref();
         param.map(|shard| {
+            let shard = match gpu {
+                Some(gpu) => copied_to(&shard, gpu),
+                None => shard,
+            };
             // FSDP2 casts the shard to the compute type and all-gathers that copy, which is
             // freed once the gather has run.
             let shard = match dtype {
@@ -460,6 +496,18 @@ impl ModuleMapper for Gather<'_> {
                 false => padded.narrow(layout.dim, 0, layout.full[layout.dim]),
             }
         })
+    }
+}
+
+/// A host shard's copy on `gpu`, the all-gather's source: a fresh allocation of its size and
+/// type (a plan reads no values), tracked as the shard is so that backward computes the
+/// gradients it would have (which then leave for the host).
+fn copied_to<const D: usize>(shard: &Tensor<D>, gpu: &Device) -> Tensor<D> {
+    let copy = Tensor::<D>::empty(shard.shape(), (gpu, shard.dtype()));
+    match (shard.is_autodiff(), shard.is_require_grad()) {
+        (false, _) => copy,
+        (true, false) => copy.autodiff(),
+        (true, true) => copy.autodiff().require_grad(),
     }
 }
 

@@ -62,6 +62,11 @@ impl Plan {
         };
         let offload = self.config.strategies.offload;
         let what = match offload {
+            Offload::Parameters => "this GPU's shards live there with their gradients and \
+                 the optimizer state (FSDP2's CPUOffloadPolicy, whose optimizer steps on the \
+                 host): each shard in its stored type and, where it trains, its gradient and \
+                 AdamW's two moments in that type too; computed, not an allocator's figure"
+                .to_string(),
             Offload::Optimizer => format!(
                 "the optimizer steps there: an f32 copy of this GPU's trained shard, its f32 \
                  gradient and AdamW's two moments, {HOST_BYTES_A_TRAINED_VALUE} bytes a value \
@@ -95,6 +100,9 @@ impl Plan {
             false => sharded.traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes()),
         };
         let total = gib.of(self.high_water_in_use_bytes * sharded.gpus as u64);
+        // The shards cross to the GPU in their stored type (f32 under mixed precision).
+        let host_traffic =
+            sharded.offload_traffic_bytes(s.weight_value_bytes(), s.trained_value_bytes());
         match sharded.mode {
             Sharding::None => {
                 return Some(format!(
@@ -125,11 +133,29 @@ impl Plan {
             }
             Sharding::Gradients | Sharding::Full => {}
         }
+        if sharded.gpus == 1 {
+            return Some(format!(
+                "One GPU, its parameters on the host ({mode} sharding over one GPU with \
+                 FSDP2's CPUOffloadPolicy): each block is copied to the GPU and gathered before \
+                 it runs, freed after; the GPU copies {traffic} from the host and back a \
+                 training pass (computed, not measured).",
+                mode = sharded.mode.name(),
+                traffic = gib.of(host_traffic),
+            ));
+        }
+        let host_copies = match s.offload {
+            Offload::Parameters => format!(
+                " Its parameters live on the host (FSDP2's CPUOffloadPolicy): it copies {} \
+                 from the host and back a training pass (computed, not measured).",
+                gib.of(host_traffic)
+            ),
+            _ => String::new(),
+        };
         Some(format!(
             "One GPU's share of {gpus} ({mode} sharding, FSDP's {fsdp}): every figure is one \
              GPU's. Across the {gpus}: {total} in use at their high-water marks; each GPU sends \
              and receives {traffic} a training pass (computed for ring collectives, not \
-             measured).",
+             measured).{host_copies}",
             gpus = sharded.gpus,
             mode = sharded.mode.name(),
             fsdp = sharded.mode.fsdp_name(),
@@ -206,6 +232,10 @@ impl Plan {
                     Sharding::None => format!(
                         "one GPU of {}, data parallel: every figure is one GPU's",
                         sharded.gpus
+                    ),
+                    mode if sharded.gpus == 1 => format!(
+                        "one GPU ({} sharding), its parameters on the host",
+                        mode.name()
                     ),
                     mode => format!(
                         "one GPU's share of {} ({} sharding): every figure is one GPU's",

@@ -64,6 +64,9 @@ pub struct Intent {
     pub gpus: Option<usize>,
     pub sharding: Option<Sharding>,
     pub offload_optimizer: bool,
+    /// Parameters, gradients and optimizer state on the host (FSDP's offload, ZeRO-3's
+    /// offload_param with offload_optimizer).
+    pub offload_params: bool,
 }
 
 impl Intent {
@@ -126,7 +129,9 @@ impl Intent {
         if let Some(sharding) = self.sharding {
             set("strategies.sharding", sharding.name().into());
         }
-        if self.offload_optimizer {
+        if self.offload_params {
+            set("strategies.offload", "parameters".into());
+        } else if self.offload_optimizer {
             set("strategies.offload", "optimizer".into());
         } else if self.offload_activations {
             set("strategies.offload", "activations".into());

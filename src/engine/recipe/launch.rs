@@ -7,9 +7,10 @@ use crate::engine::config::Sharding;
 use super::document::{Field, Value};
 use super::reading::Mapper;
 
-const PARAMETERS_ON_HOST: &str = "parameters on the host (FSDP's CPU offload, DeepSpeed's \
-    offload_param) are not planned yet: each GPU would hold less than planned (its shard of the \
-    weights, gradients and optimizer state stays on the host)";
+/// What the plan of FSDP's parameter offload holds, for a reading's line.
+const PARAMETERS_ON_HOST: &str = "strategies.offload=parameters (FSDP2's CPUOffloadPolicy: each \
+    GPU's shards, their gradients and the optimizer state on the host, stepped there; each block \
+    copied to the GPU and gathered before it runs)";
 
 /// Set-up and ordering keys of FSDP: what the plan assumes for them.
 const FSDP_SET_UP: &str = "set-up, saving or ordering: the plan wraps each block and the root \
@@ -30,6 +31,7 @@ pub fn map_sharding(m: &mut Mapper, field: &Field, sharding: Sharding, how: &str
 pub fn fsdp(m: &mut Mapper) {
     if let Some((field, options)) = m.names("fsdp") {
         let mut sharding = None;
+        let mut offload = false;
         for option in &options {
             match option.as_str() {
                 "full_shard" => sharding = Some(Sharding::Full),
@@ -42,10 +44,7 @@ pub fn fsdp(m: &mut Mapper) {
                     return;
                 }
                 "no_shard" => sharding = Some(Sharding::None),
-                "offload" => {
-                    m.refused(&field, format!("offload: {PARAMETERS_ON_HOST}"));
-                    return;
-                }
+                "offload" => offload = true,
                 "auto_wrap" => {}
                 _ => {
                     m.refused(
@@ -56,10 +55,21 @@ pub fn fsdp(m: &mut Mapper) {
                 }
             }
         }
-        if let Some(sharding) = sharding {
-            map_sharding(m, &field, sharding, sharding.fsdp_name());
-        } else {
-            m.ignored(&field, "no sharding named");
+        match (sharding, offload) {
+            (Some(sharding), false) => map_sharding(m, &field, sharding, sharding.fsdp_name()),
+            (Some(sharding), true) => {
+                map_sharding(m, &field, sharding, sharding.fsdp_name());
+                m.intent.offload_params = true;
+                if let Some(line) = m.lines.last_mut() {
+                    line.text = format!("{}; offload: {PARAMETERS_ON_HOST}", line.text);
+                }
+            }
+            (None, true) => m.refused(
+                &field,
+                "offload without a sharding: name full_shard beside it (parameters on the host \
+                 are planned under full sharding)",
+            ),
+            (None, false) => m.ignored(&field, "no sharding named"),
         }
     }
     fsdp_config(m, "fsdp_config.");
@@ -153,11 +163,12 @@ pub fn reshard_after_forward(m: &mut Mapper, path: &str) {
     }
 }
 
-/// FSDP's parameter offload switch at `path`: refused when on (not planned yet).
+/// FSDP's parameter offload switch at `path`.
 pub fn offload_params(m: &mut Mapper, path: &str) {
     if let Some((field, on)) = m.flag(path) {
         if on {
-            m.refused(&field, PARAMETERS_ON_HOST);
+            m.intent.offload_params = true;
+            m.mapped(&field, PARAMETERS_ON_HOST);
         } else {
             m.mapped(&field, "parameters stay on the GPUs");
         }
@@ -187,10 +198,24 @@ fn zero(m: &mut Mapper, stage: &str, optimizer_device: &str, param_device: &str)
         }
     }
     if let Some((field, device)) = m.text(param_device) {
-        if device == "none" {
-            m.mapped(&field, "parameters on the GPUs");
-        } else {
-            m.refused(&field, PARAMETERS_ON_HOST);
+        match device.as_str() {
+            "none" => m.mapped(&field, "parameters on the GPUs"),
+            // ZeRO-Infinity's CPU layout: FSDP2's CPUOffloadPolicy holds the same bytes.
+            "cpu" if m.intent.offload_optimizer => {
+                m.intent.offload_params = true;
+                m.mapped(
+                    &field,
+                    "strategies.offload=parameters (with offload_optimizer: each GPU's \
+                     parameter, gradient and optimizer-state partitions on the host, each block \
+                     gathered to the GPU before it runs)",
+                );
+            }
+            "cpu" => m.refused(
+                &field,
+                "cpu without offload_optimizer on cpu (the optimizer state stays on the GPUs) \
+                 is not planned; both on cpu are (strategies.offload=parameters)",
+            ),
+            _ => m.refused(&field, format!("{device}: only cpu or none are planned")),
         }
     }
 }

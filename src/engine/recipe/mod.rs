@@ -330,6 +330,17 @@ pub fn read(recipe: &Recipe, beside: &[(String, Recipe)]) -> Result<Reading, Rec
         .sharding
         .is_some_and(|s| s != crate::engine::config::Sharding::None)
         || m.intent.gpus.is_some_and(|n| n > 1);
+    if m.intent.offload_params && m.intent.offload_activations {
+        m.intent.offload_activations = false;
+        m.default(
+            "offload",
+            "parameters and activations",
+            "refused: one offload is planned at a time; the parameters' is planned",
+        );
+        if let Some(line) = m.lines.last_mut() {
+            line.kind = Kind::Refused;
+        }
+    }
     if m.intent.offload_optimizer && m.intent.offload_activations {
         m.intent.offload_activations = false;
         m.default(
@@ -440,7 +451,6 @@ mod tests {
                 "lora_target_modules",
                 "lora_modules_to_save",
                 "micro_batch_size",
-                "fsdp"
             ]
         );
         let unread = r

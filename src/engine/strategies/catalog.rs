@@ -579,8 +579,10 @@ pub const CATALOG: &[Entry] = &[
         "what lives in host memory instead of on the GPU: activations moves each checkpointed \
          block's input there between forward and its recomputation (torchtune's activation \
          offloading; needs checkpointing = layers); optimizer keeps the optimizer state there \
-         and steps there (ZeRO-Offload, under full or gradients sharding); parameters is not \
-         planned yet; planned, not run",
+         and steps there (ZeRO-Offload, under full or gradients sharding); parameters keeps \
+         the shards, their gradients and the optimizer state there, each block copied to the \
+         GPU and gathered before it runs (FSDP2's CPUOffloadPolicy, under full sharding, on one \
+         GPU or more); planned, not run",
         &[]),
     entry("strategies.lora_rank", "LoRA rank", &[],
         "the adapters' rank r: A is d_in x r, B is r x d_out", &[]),

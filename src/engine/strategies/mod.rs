@@ -167,11 +167,12 @@ pub struct Hooks {
 }
 
 impl Hooks {
-    pub fn new(config: &RunConfig, gpu: &Gpu) -> Self {
+    /// `host`: the device standing in for the host's memory, under `offload = parameters`.
+    pub fn new(config: &RunConfig, gpu: &Gpu, host: Option<Device>) -> Self {
         let list: Vec<Box<dyn Strategy>> = vec![
             // First: every parameter is cut to its shard before any strategy creates one (the
             // precision casts shards, LoRA builds its adapters on them).
-            Box::new(sharding::Sharding::new(config, &gpu.adapter)),
+            Box::new(sharding::Sharding::new(config, gpu, host)),
             Box::new(checkpointing::Checkpointing::new(config)),
             Box::new(offload::Offload::new(config)),
             // Before the precision, which casts the rest to f16: each body matrix goes from its

@@ -9,13 +9,14 @@
 //!   and their overlap with compute are timing, not memory, and are not planned.
 //! - `optimizer` (ZeRO-Offload) is planned by the sharding strategy, under `full` or
 //!   `gradients` above one GPU (`strategies::sharding`); `parameters` (FSDP2's
-//!   `CPUOffloadPolicy`) is refused by name until it is planned.
+//!   `CPUOffloadPolicy`: the shards, their gradients and the optimizer state on the host) by it
+//!   too, under `full` sharding on any number of GPUs (`ops::shard`).
 //!
 //! Offloading is planned, not run: `vramlab train` refuses it (`validate`).
 
 use std::sync::Arc;
 
-use crate::engine::config::{Checkpointing, Offload as Mode, RunConfig, Trainable};
+use crate::engine::config::{Checkpointing, Offload as Mode, RunConfig, Sharding, Trainable};
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
 use crate::engine::ops::host::HostStash;
@@ -54,13 +55,17 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     let s = &config.strategies;
     match s.offload {
         Mode::None => Ok(()),
-        Mode::Parameters => Err(ConfigError::invalid(
+        Mode::Parameters if s.sharding != Sharding::Full => Err(ConfigError::invalid(
             "strategies.offload",
-            "parameters is not planned yet (the shards, their gradients and the optimizer \
-             state on the host, FSDP2's CPUOffloadPolicy); planned: none, optimizer (under \
-             full or gradients sharding), activations"
-                .to_string(),
+            format!(
+                "parameters on the host are planned under full sharding (FSDP2's \
+                 CPUOffloadPolicy over fully_shard, DeepSpeed's offload_param over ZeRO-3), on \
+                 one GPU or more, where each block is gathered to the GPU before it runs; got \
+                 sharding = {}",
+                s.sharding.name()
+            ),
         )),
+        Mode::Parameters => Ok(()),
         Mode::Optimizer if !(s.sharding.shards_parameters() && config.gpus > 1) => {
             Err(ConfigError::invalid(
                 "strategies.offload",

@@ -68,10 +68,10 @@ use crate::engine::config::{
     Checkpointing, Kernels, MixedPrecision, Offload, OptimizerKind, RunConfig, Sharding as Mode,
     WeightDtype,
 };
-use crate::engine::device::AdapterInfo;
+use crate::engine::device::Gpu;
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
-use crate::engine::ops::shard::{Layouts, Shards};
+use crate::engine::ops::shard::{Layout, Layouts, Moves, Shards};
 
 use crate::engine::error::EngineError;
 use crate::engine::memory::meter::Meter;
@@ -126,6 +126,16 @@ impl ShardedRun {
         let reduced = self.trained_values * trained_bytes;
         ring(weights + adapters + reduced)
     }
+
+    /// Bytes each GPU copies from the host and back in one training pass under `offload =
+    /// parameters`, computed: every shard copied to the GPU before its gather (in forward, and
+    /// again in backward but the root's), and each trained shard's gradient back.
+    pub fn offload_traffic_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
+        let weights = (2 * self.model_values - self.root_values) * weight_bytes;
+        let adapters = 2 * self.adapter_values * trained_bytes;
+        let gradients = self.trained_values * trained_bytes;
+        (weights + adapters + gradients).div_ceil(self.gpus as u64)
+    }
 }
 
 pub struct Sharding {
@@ -145,10 +155,17 @@ pub struct Sharding {
     gather_dtype: Option<FloatDType>,
     /// `offload = optimizer`: gradients leave for the host, whose optimizer steps the shards.
     optimizer_on_host: bool,
+    /// `offload = parameters`: the device holding the shards in the host's place, and the
+    /// GPU each gather copies them to.
+    host: Option<(Device, Device)>,
+    /// The root's own parameter values, whole.
+    root_values: usize,
 }
 
 impl Sharding {
-    pub fn new(config: &RunConfig, adapter: &AdapterInfo) -> Self {
+    /// `host`: the device standing in for the host's memory under `offload = parameters`.
+    pub fn new(config: &RunConfig, gpu: &Gpu, host: Option<Device>) -> Self {
+        let adapter = &gpu.adapter;
         Self {
             mode: config.strategies.sharding,
             gpus: config.gpus,
@@ -163,7 +180,15 @@ impl Sharding {
                 == MixedPrecision::F16)
                 .then_some(FloatDType::F16),
             optimizer_on_host: config.strategies.offload == Offload::Optimizer,
+            host: host.map(|host| (host, gpu.device.clone())),
+            root_values: 0,
         }
+    }
+
+    /// Whether the run is cut into shards: above one GPU, or on one whose shards live on the
+    /// host (FSDP2's `CPUOffloadPolicy` gathers each block to the GPU however many GPUs).
+    fn cuts(&self) -> bool {
+        self.mode.shards_parameters() && (self.gpus > 1 || self.host.is_some())
     }
 
     /// Data parallel (ZeRO-1 too): every GPU holds the whole model.
@@ -176,6 +201,15 @@ impl Sharding {
 /// ZeRO-Offload lays it out: an f32 copy of the parameter (the optimizer steps it there), its
 /// f32 gradient and AdamW's two f32 moments.
 pub const HOST_BYTES_A_TRAINED_VALUE: u64 = 16;
+
+/// What the host keeps of one parameter's shard under `offload = parameters` (FSDP2's
+/// `CPUOffloadPolicy`, whose CPU optimizer steps the shards there): the shard in its stored type
+/// and, when it trains, its gradient and AdamW's two moments in that type too (as PyTorch's
+/// `zeros_like` makes them). Computed from the shard's count, not read from an allocator.
+pub fn host_bytes_of_shard(layout: &Layout) -> u64 {
+    let copies = if layout.trains { 4 } else { 1 };
+    layout.shard_values() as u64 * DType::from(layout.dtype).size() as u64 * copies
+}
 
 /// DDP's default bucket caps: the first bucket's (`dist._DEFAULT_FIRST_BUCKET_BYTES`), then
 /// `bucket_cap_mb`'s.
@@ -270,10 +304,13 @@ pub(crate) fn zero_share<Id: Copy>(params: &[(Id, usize)], gpus: usize) -> Vec<I
 
 impl Strategy for Sharding {
     fn prepare_model(&mut self, model: Model) -> Model {
-        if !self.mode.shards_parameters() || self.gpus < 2 || model.root_values().is_none() {
+        if !self.cuts() || model.root_values().is_none() {
             return model;
         }
-        let (model, layouts) = Shards::cut(model, self.gpus);
+        // Counted whole before the cut: the report's and the traffic's figure.
+        self.root_values = model.root_values().unwrap_or(0);
+        let host = self.host.as_ref().map(|(host, _)| host.clone());
+        let (model, layouts) = Shards::cut(model, self.gpus, host);
         self.layouts = Some(layouts);
         model
     }
@@ -284,15 +321,17 @@ impl Strategy for Sharding {
         };
         let mut model = Shards::cut_adapters(model, self.gpus, &mut layouts);
         let root = model.root_values().unwrap_or(0);
-        let reshard = self.mode == Mode::Full;
         let shards = Arc::new(Shards::new(
             &model,
             self.gpus,
             layouts,
             root,
-            reshard,
-            self.gather_dtype,
-            self.optimizer_on_host,
+            Moves {
+                reshard_after_forward: self.mode == Mode::Full,
+                gather_dtype: self.gather_dtype,
+                gradients_to_host: self.optimizer_on_host || self.host.is_some(),
+                gpu: self.host.as_ref().map(|(_, gpu)| gpu.clone()),
+            },
         ));
         model.set_shards(shards.clone());
         self.shards = Some(shards);
@@ -348,7 +387,7 @@ impl Strategy for Sharding {
         mut grads: GradientsParams,
         model: &Model,
     ) -> (GradientsParams, Option<Tensor<1>>) {
-        if self.optimizer_on_host && self.shards.is_some() {
+        if (self.optimizer_on_host || self.host.is_some()) && self.shards.is_some() {
             // The root's shard gradients (made through its gather's autodiff at the end of
             // backward) leave for the host as every block's did: the GPU's optimizer has
             // nothing to step.
@@ -381,7 +420,10 @@ impl Strategy for Sharding {
 
     fn optimizer_temporaries(&self, model: &Model) -> Vec<Tensor<1>> {
         // Stepped on the host (a CPU step runs tensor by tensor: no foreach temporary).
-        if (self.shards.is_none() && !self.data_parallel()) || self.optimizer_on_host {
+        if (self.shards.is_none() && !self.data_parallel())
+            || self.optimizer_on_host
+            || self.host.is_some()
+        {
             return Vec::new();
         }
         let mut local = LocalValues {
@@ -405,7 +447,7 @@ impl Strategy for Sharding {
             mode: self.mode,
             shard_values: 0,
             model_values: 0,
-            root_values: shards.root_values() as u64,
+            root_values: self.root_values as u64,
             adapter_values: 0,
             trained_values: 0,
             optimizer_values: 0,
@@ -424,6 +466,9 @@ impl Strategy for Sharding {
         }
         if self.optimizer_on_host {
             report.host_bytes = Some(run.optimizer_values * HOST_BYTES_A_TRAINED_VALUE);
+        }
+        if self.host.is_some() {
+            report.host_bytes = Some(shards.layouts().map(host_bytes_of_shard).sum());
         }
         report.sharded = Some(run);
     }
@@ -540,8 +585,9 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
     match s.sharding {
         Mode::None if config.gpus > 1 => return check_data_parallel(config),
         Mode::None => return Ok(()),
-        // One GPU holds all of every shard: the unsharded run, whatever else is set.
-        _ if config.gpus == 1 => return Ok(()),
+        // One GPU holds all of every shard: the unsharded run, whatever else is set, unless
+        // its shards live on the host and are gathered to it block by block.
+        _ if config.gpus == 1 && s.offload != Offload::Parameters => return Ok(()),
         Mode::Optimizer => return check_data_parallel(config),
         Mode::Full | Mode::Gradients => {}
     }

@@ -4,10 +4,10 @@
 use burn::cubecl::dry_run::DryRun;
 use web_time::Instant;
 
-use crate::engine::config::RunConfig;
+use crate::engine::config::{Offload, RunConfig};
 use crate::engine::data::{BatchOrder, Dataset, split_sizes};
-use crate::engine::device::{Gpu, Launches, Turn, take_turn};
-use crate::engine::error::EngineError;
+use crate::engine::device::{Gpu, Launches, Turn, host_stand_in, take_turn};
+use crate::engine::error::{ConfigError, EngineError};
 use crate::engine::memory::categories::SetupBytes;
 use crate::engine::memory::largest::bindable;
 use crate::engine::memory::meter::Meter;
@@ -93,7 +93,22 @@ impl Run {
         sampler::start_clean(&gpu.device)?;
         let baseline = sampler::read(&gpu.device, "start")?;
         gpu.device.seed(config.seed);
-        let mut hooks = Hooks::new(&config, gpu);
+        // Parameters kept on the host (FSDP2's `CPUOffloadPolicy`) live on a device of their
+        // own, beside the planning device whose pools are the GPU's figures.
+        let host = match config.strategies.offload {
+            Offload::Parameters => Some(match &gpu.modelled {
+                Some(modelled) => host_stand_in(modelled)?,
+                None => {
+                    return Err(ConfigError::invalid(
+                        "strategies.offload",
+                        "parameters on the host are planned, not run",
+                    )
+                    .into());
+                }
+            }),
+            _ => None,
+        };
+        let mut hooks = Hooks::new(&config, gpu, host);
         let device = hooks.training_device(gpu.device.clone().autodiff());
         let mut meter = Meter::new(&device, config.memory_sampling, budget, baseline);
         let model = hooks.prepare_model(Model::build(&config, &data, &device));
