@@ -81,7 +81,10 @@ pub async fn against_plan(
         figure("gradient", predicted.grads, gradients),
         figure(
             "eval",
-            predicted.params + predicted.optimizer_state + predicted.eval_batch,
+            predicted.params
+                + predicted.optimizer_state
+                + predicted.eval_batch
+                + predicted.eval_resident,
             eval,
         ),
         figure(

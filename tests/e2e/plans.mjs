@@ -10,9 +10,9 @@
 // torchtune's QLoRA, torchtune's planned in the CI tier, both with --full) planned as `vramlab
 // plan --recipe` plans them.
 // Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY [--full]
-// Without --full (the CI tier) three of the six plans: the 7B LoRA plan (its wait, its frames,
+// Without --full (the CI tier) three of the seven plans: the 7B LoRA plan (its wait, its frames,
 // Export image), a fully sharded 7B's share of 8 GPUs and a dropped config.json reproduced by its
-// link; --full plans all six.
+// link; --full plans all seven.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,6 +54,9 @@ const plans = [
   { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 5090 (32 GiB)', shared: true, ci: true },
   // Issue 55's row: Llama-2-7B fully fine-tuned, each of 8 GPUs planned for its share.
   { name: 'llama2-7b-full-shard-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8, ci: true },
+  // The same run with its parameters on the host (FSDP2's CPUOffloadPolicy): the host's
+  // stand-in device starts in the page too.
+  { name: 'llama2-7b-full-shard-offload-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&strategies.offload=parameters&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8 },
   { name: 'mixtral-dropped', hash: `preset=llama2-7b&${lora7b.join('&')}&data.seq_len=512`, drop: 'mixtral-8x7b-v0.1.json', gpu: 'H200 (141 GB)' },
 ].filter((plan) => full || plan.ci);
 

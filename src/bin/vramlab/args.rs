@@ -112,7 +112,7 @@ impl DocsTier {
 #[derive(Args, Debug, Default)]
 pub struct BenchAnalyticArgs {
     /// Only the grid's rows of this family (mlp, cnn, gru, lstm, transformer, llama,
-    /// finetune). Repeatable.
+    /// finetune, sharded). Repeatable.
     #[arg(long, value_name = "FAMILY")]
     pub only: Vec<String>,
 }

@@ -185,6 +185,45 @@ pub const GRID: &[(&str, &str, &str)] = &[
         "digits-mlp",
         "batch_size=1024 optimizer=adamw8bit",
     ),
+    // One GPU's share of a sharded run: full sharding, SHARD_GRAD_OP, the parameters offloaded,
+    // data parallel and ZeRO-1.
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=8 strategies.sharding=full data.seq_len=512 strategies.attention=fused \
+         strategies.checkpointing=layers",
+    ),
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=4 strategies.sharding=gradients data.seq_len=512 strategies.attention=fused \
+         strategies.checkpointing=layers",
+    ),
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=8 strategies.offload=parameters strategies.sharding=full data.seq_len=512 \
+         strategies.attention=fused strategies.checkpointing=layers",
+    ),
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=1 strategies.offload=parameters strategies.trainable=lora \
+         strategies.lora_rank=16 strategies.sharding=full data.seq_len=512 \
+         strategies.attention=fused strategies.checkpointing=layers",
+    ),
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=4 strategies.sharding=none data.seq_len=512 strategies.attention=fused \
+         strategies.checkpointing=layers",
+    ),
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=4 strategies.sharding=optimizer data.seq_len=512 strategies.attention=fused \
+         strategies.checkpointing=layers",
+    ),
 ];
 
 /// Printed after a figure off by more than the tolerance.

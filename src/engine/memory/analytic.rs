@@ -148,8 +148,11 @@ pub struct MemoryPrediction {
     /// Parameters that train (`strategies.trainable`): LoRA's adapters, the head's, or all.
     #[serde(default)]
     pub trainable_count: u64,
-    /// Bytes of the weights as stored, LoRA's adapters included.
+    /// Bytes of the weights as stored, LoRA's adapters included, and the model's constants.
     pub params: u64,
+    /// Of which the model's constants (a llama's rotary tables): never sharded or offloaded.
+    #[serde(default)]
+    pub constants: u64,
     pub grads: u64,
     pub optimizer_state: u64,
     pub activations: u64,
@@ -160,6 +163,10 @@ pub struct MemoryPrediction {
     /// Inputs and targets of one evaluation batch, and the most its forward pass and loss hold
     /// at once (through autodiff: the whole graph and the logits).
     pub eval_batch: u64,
+    /// What else an evaluation finds on the GPU beside the weights and the optimizer state:
+    /// DDP's gradient buckets, a sharded run's gathered root and block.
+    #[serde(default)]
+    pub eval_resident: u64,
     /// The high-water mark: backward (activations and gradients alive together) or evaluation.
     pub peak: u64,
     /// Bytes `loss_bookkeeping` holds on to per step: each step's logits with `outputs`.
@@ -261,6 +268,19 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             body.bytes + (param_count - body.values) * weight_bytes + trained.adapters * F32
         }
     };
+    // A llama's rotary tables (cos and sin of every position, f32), built with the model:
+    // constants rather than parameters, on the GPU wherever the parameters are (set-up's
+    // figure counts them with the weights). Gemma's local layers have a second pair.
+    let m = &config.model;
+    let rotary_tables = match m.kind.family().builds_a_llama() {
+        true => {
+            let local =
+                m.window > 0 && m.local_rope_theta > 0.0 && m.local_rope_theta != m.rope_theta;
+            (1 + u64::from(local)) * 2 * (config.position_rows() * m.head_dim()) as u64 * F32
+        }
+        false => 0,
+    };
+    let params = params + rotary_tables;
     // One body weight dequantized for a product, freed after it.
     let dequantized = quantized
         .as_ref()
@@ -421,6 +441,8 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         batch,
         resident_data,
         eval_batch,
+        eval_resident: 0,
+        constants: rotary_tables,
         peak,
         leak_per_step,
         layers,
@@ -434,18 +456,6 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     }
     let params_on_host = config.strategies.offload == Offload::Parameters;
     if config.strategies.sharding.shards_parameters() && (config.gpus > 1 || params_on_host) {
-        // Backward starts with the loss's and the head's gradients, before any shard's
-        // gradient exists; each block's working set comes beside the shard gradients made.
-        let working = Working {
-            start: head_grads.max(loss_backward),
-            block: working_set,
-        };
-        let held = Held {
-            every_weight: config.strategies.trainable == Trainable::All,
-            every_block: config.strategies.sharding == Sharding::Gradients,
-            optimizer_on_host: config.strategies.offload == Offload::Optimizer,
-            params_on_host,
-        };
         // Mixed precision gathers f32 shards as f16 (FSDP2's MixedPrecisionPolicy), and keeps
         // no f16 copy of the whole model.
         let gathered_bytes = match config.strategies.mixed_precision {
@@ -456,6 +466,19 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
                 2
             }
             _ => weight_bytes,
+        };
+        // Backward starts with the loss's and the head's gradients (of the gathered head, in
+        // the type it was gathered in), before any shard's gradient exists; each block's
+        // working set comes beside the shard gradients made.
+        let working = Working {
+            start: (head_grads / weight_bytes.max(1) * gathered_bytes).max(loss_backward),
+            block: working_set,
+        };
+        let held = Held {
+            every_weight: config.strategies.trainable == Trainable::All,
+            every_block: config.strategies.sharding == Sharding::Gradients,
+            optimizer_on_host: config.strategies.offload == Offload::Optimizer,
+            params_on_host,
         };
         shard(
             &mut prediction,
@@ -483,6 +506,7 @@ fn data_parallel(p: &mut MemoryPrediction, zero: Option<u64>) {
     let resident = p.params + p.optimizer_state + p.resident_data + buckets;
     let step = resident + p.grads + temporary;
     p.peak = (p.peak + buckets - saved).max(step);
+    p.eval_resident += buckets;
     // The gradient category holds the buckets beside the gradients.
     p.grads += buckets;
 }
@@ -519,7 +543,7 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Workin
     let block_values = blocks.clone().max().unwrap_or(0);
     let body_values = blocks.sum::<u64>();
     let root_values = p.param_count - body_values;
-    p.params = p.params.div_ceil(gpus);
+    p.params = (p.params - p.constants).div_ceil(gpus) + p.constants;
     p.grads = p.grads.div_ceil(gpus);
     p.optimizer_state = p.optimizer_state.div_ceil(gpus);
     if held.optimizer_on_host || held.params_on_host {
@@ -527,19 +551,33 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Workin
         p.optimizer_state = 0;
     }
     if held.params_on_host {
-        p.params = 0;
+        p.params = p.constants;
     }
     let resident = p.params + p.optimizer_state + p.resident_data;
+    // Kept from forward to the end of backward, as activations are (and counted with them):
+    // the root's gathered parameters, and under SHARD_GRAD_OP every gathered block.
+    let kept = root_values + if held.every_block { body_values } else { 0 };
+    p.activations += kept * weight_bytes;
     let reduce_input = if held.every_weight { block_values } else { 0 };
     let blocks_gathered = if held.every_block {
-        body_values
+        0
     } else {
         2 * block_values
     };
-    let gathered = (root_values + blocks_gathered + reduce_input) * weight_bytes;
-    let backward = p.activations + gathered + working.start.max(p.grads + working.block);
+    let gathered = (blocks_gathered + reduce_input) * weight_bytes;
+    // Under SHARD_GRAD_OP each block's gathered parameters go as its backward ends, faster
+    // than shard gradients come: the mark is the first block's, every block still gathered and
+    // one block's gradients made (the root's come with the loss's, in `working.start`).
+    let made = match held.every_block {
+        true => p
+            .grads
+            .div_ceil(p.layers.iter().filter(|l| l.block).count().max(1) as u64),
+        false => p.grads,
+    };
+    let backward = p.activations + gathered + working.start.max(made + working.block);
     let step = resident + 2 * p.grads;
-    let eval = resident + p.eval_batch + (root_values + block_values) * weight_bytes;
+    p.eval_resident = (root_values + block_values) * weight_bytes;
+    let eval = resident + p.eval_batch + p.eval_resident;
     p.peak = (resident + p.batch + backward).max(step).max(eval);
 }
 
