@@ -53,10 +53,10 @@ const plans = [
   { name: 'llama2-7b-lora-r16-f16-layers', hash: `preset=llama2-7b&${lora7b.join('&')}`, gpu: 'RTX 4080 (16 GiB)', frames: true, ci: true },
   { name: 'qwen3-0.6b-dropped', hash: 'preset=llama2-7b&strategies.trainable=lora', drop: 'qwen3-0.6b.json', gpu: 'RTX 5090 (32 GiB)', shared: true, ci: true },
   // Issue 55's row: Llama-2-7B fully fine-tuned, each of 8 GPUs planned for its share.
-  { name: 'llama2-7b-full-shard-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8, ci: true },
+  { name: 'llama2-7b-full-shard-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8, taken: ['strategies.sharding=full', 'gpus=8'], ci: true },
   // The same run with its parameters on the host (FSDP2's CPUOffloadPolicy): the host's
   // stand-in device starts in the page too.
-  { name: 'llama2-7b-full-shard-offload-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&strategies.offload=parameters&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8 },
+  { name: 'llama2-7b-full-shard-offload-8-gpus', hash: 'preset=llama2-7b&strategies.sharding=full&strategies.checkpointing=layers&strategies.attention=fused&optimizer=adamw&batch_size=1&data.seq_len=2048&strategies.offload=parameters&gpus=8', gpu: 'RTX 4090 (24 GiB)', gpus: 8, taken: ['strategies.sharding=full', 'gpus=8', 'strategies.offload=parameters'] },
   { name: 'mixtral-dropped', hash: `preset=llama2-7b&${lora7b.join('&')}&data.seq_len=512`, drop: 'mixtral-8x7b-v0.1.json', gpu: 'H200 (141 GB)' },
 ].filter((plan) => full || plan.ci);
 
@@ -82,7 +82,14 @@ try {
       window.location.hash = hash;
     }), plan.hash);
     check(loaded, `${plan.name}: the link loads in the same tab`);
-    check(await page.$('#url-note') === null, `${plan.name}: the link's fields are taken (${plan.hash})`);
+    // Taken: no note, and the page's own hash (which follows the config and the panel) holds
+    // what the link asks (a link with a refused part is left for a reload, unread).
+    const want = plan.taken ?? [];
+    const taken = await page.waitForFunction((parts) => parts.every((part) => window.location.hash.includes(part)),
+      want, { timeout: 5_000 }).then(() => true, () => false);
+    const shown = await page.evaluate(() => window.location.hash);
+    check(await page.$('#url-note') === null && taken,
+      `${plan.name}: the link's fields are taken (${plan.hash})${taken ? '' : `; the page holds ${shown}`}`);
     if (plan.drop) {
       await page.setInputFiles('[data-testid="plan-config"]', path.join(hf, plan.drop));
       await page.waitForSelector('#plan-config-note, #plan-config-error', { timeout: 30_000 });

@@ -34,7 +34,11 @@ pub fn App() -> impl IntoView {
         config: RwSignal::new(from_url.config),
         refused: RwSignal::new(None),
     };
-    let plan_gpu = PlanGpu::from_link(from_url.gpu.as_deref(), from_url.gpus.as_deref());
+    let plan_gpu = PlanGpu::from_link(
+        from_url.gpu.as_deref(),
+        from_url.gpus.as_deref(),
+        from_url.offload,
+    );
     let session = Session::new();
     provide_context(session);
     let lessons_running = RwSignal::new(false);
@@ -66,7 +70,11 @@ pub fn App() -> impl IntoView {
             return;
         }
         url_note.set(None);
-        plan_gpu.load(from_url.gpu.as_deref(), from_url.gpus.as_deref());
+        plan_gpu.load(
+            from_url.gpu.as_deref(),
+            from_url.gpus.as_deref(),
+            from_url.offload,
+        );
         editor.preset.set(from_url.preset);
         editor.config.set(from_url.config);
         editor.refused.set(None);

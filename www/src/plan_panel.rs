@@ -9,8 +9,8 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use vramlab::engine::Purpose;
-use vramlab::engine::config::Budget;
 use vramlab::engine::config::InputKind;
+use vramlab::engine::config::{Budget, Offload};
 use vramlab::engine::device::this_modelled_adapter;
 use vramlab::engine::finder::{Axis, Search};
 use vramlab::engine::format::ByteFormat;
@@ -48,21 +48,23 @@ const TYPED_CARD: usize = CARDS.len() - 1;
 /// The size the typed card starts with.
 const TYPED_DEFAULT: &str = "20GiB";
 
-/// The panel's question beyond the editor's config: which card, and how many of them share
-/// the run (`gpus`, which a plan takes and a run refuses, so it is the panel's and not the
-/// editor's). The link carries them as `gpu=` (a card's name, or the size typed) and `gpus=`,
-/// so a shared link asks the same question.
+/// The panel's question beyond the editor's config: which card, how many of them share the
+/// run (`gpus`) and what lives on the host (`strategies.offload`): a plan takes both and a run
+/// refuses them, so they are the panel's and not the editor's. The link carries them as `gpu=`
+/// (a card's name, or the size typed), `gpus=` and `strategies.offload=`, so a shared link asks
+/// the same question.
 #[derive(Clone, Copy)]
 pub struct PlanGpu {
     card: RwSignal<usize>,
     typed: RwSignal<String>,
     gpus: RwSignal<String>,
+    offload: RwSignal<Offload>,
 }
 
 impl PlanGpu {
     /// The card a link's `gpu=` names: a listed card by its name, anything else as a typed
     /// size (refused at Plan, naming the field, when it is not one).
-    pub fn from_link(gpu: Option<&str>, gpus: Option<&str>) -> Self {
+    pub fn from_link(gpu: Option<&str>, gpus: Option<&str>, offload: Option<Offload>) -> Self {
         let (card, typed) = match gpu {
             None => (DEFAULT_CARD, TYPED_DEFAULT.to_string()),
             Some(text) => match CARDS[..TYPED_CARD]
@@ -77,19 +79,37 @@ impl PlanGpu {
             card: RwSignal::new(card),
             typed: RwSignal::new(typed),
             gpus: RwSignal::new(gpus.unwrap_or("1").to_string()),
+            offload: RwSignal::new(offload.unwrap_or_default()),
         }
     }
 
     /// Set from a link loaded in this tab.
-    pub fn load(&self, gpu: Option<&str>, gpus: Option<&str>) {
-        let from = Self::from_link(gpu, gpus);
+    pub fn load(&self, gpu: Option<&str>, gpus: Option<&str>, offload: Option<Offload>) {
+        let from = Self::from_link(gpu, gpus, offload);
         self.card.set(from.card.get_untracked());
         self.typed.set(from.typed.get_untracked());
         self.gpus.set(from.gpus.get_untracked());
+        self.offload.set(from.offload.get_untracked());
     }
 
-    /// The link's `gpu=` and `gpus=` parts; none for the one card a link without them gets.
+    /// The link's `gpu=`, `gpus=` and `strategies.offload=` parts; none for the question a
+    /// link without them asks (the default card, one GPU, nothing on the host).
     pub fn link_part(&self) -> Option<String> {
+        let parts: Vec<String> = [self.card_and_gpus(), self.offload_part()]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("&"))
+    }
+
+    fn offload_part(&self) -> Option<String> {
+        match self.offload.get() {
+            Offload::None => None,
+            offload => Some(format!("strategies.offload={}", offload.name())),
+        }
+    }
+
+    fn card_and_gpus(&self) -> Option<String> {
         let card = self.card.get();
         let card = match card {
             DEFAULT_CARD => None,
@@ -163,6 +183,7 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                     return;
                 }
             };
+            config.strategies.offload = question.offload.get_untracked();
             if let Err(err) = config.validate_for(Purpose::Plan) {
                 result.set(Some(Err(err.to_string())));
                 return;
@@ -257,13 +278,17 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                     if let Some(gpus) = loaded.reading.gpus {
                         question.gpus.set(gpus.to_string());
                     }
+                    // What the recipe offloads is asked here, as a link asks it; the editor
+                    // holds what a run would take.
+                    question.offload.set(loaded.config.strategies.offload);
                     // A builder's shapes replace the held config.json: its note goes.
                     if matches!(loaded.reading.model, Some(ModelRef::Builder { .. })) {
                         dropped_model.set_value(None);
                         held_model.set_value(None);
                         dropped.set(None);
                     }
-                    let (preset_name, config) = (loaded.preset.clone(), loaded.config.clone());
+                    let (preset_name, mut config) = (loaded.preset.clone(), loaded.config.clone());
+                    config.strategies.offload = Offload::None;
                     loaded_recipe.set(Some(loaded));
                     editor.preset.set(preset_name);
                     editor.config.set(config);
@@ -408,6 +433,19 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                     prop:value=question.gpus
                     on:input=move |ev| question.gpus.set(event_target_value(&ev)) />
                 " GPUs"
+            </label>
+            <label title="What lives in host memory instead of on each GPU (strategies.offload, planned, never run): optimizer, the optimizer state stepped there (ZeRO-Offload, under full or gradients sharding); parameters, the shards with their gradients and optimizer state (FSDP2's CPUOffloadPolicy, under full sharding); activations, each checkpointed block's input (with checkpointing = layers)">
+                " offload "
+                <select data-testid="plan-offload" id="plan-offload"
+                    on:change=move |ev| {
+                        if let Some(offload) = Offload::from_name(&event_target_value(&ev)) {
+                            question.offload.set(offload);
+                        }
+                    }>
+                    {Offload::ALL.into_iter().map(|offload| view! {
+                        <option value=offload.name() selected=move || question.offload.get() == offload>{offload.name()}</option>
+                    }).collect_view()}
+                </select>
             </label>
             <button data-testid="plan-start" id="plan-start" class="primary"
                 on:click={

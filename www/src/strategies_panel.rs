@@ -59,11 +59,19 @@ const GROUPS: &[Group] = &[
     },
 ];
 
+/// Strategies "Will it fit?" asks about beside its card and GPU count: planned, refused by a
+/// run, so not the editor's.
+const PLAN_PANELS: &[&str] = &["strategies.offload"];
+
 /// The strategies no group names, for "Other".
 fn ungrouped() -> Vec<&'static Entry> {
     CATALOG
         .iter()
-        .filter(|e| e.is_strategy() && !GROUPS.iter().any(|g| g.fields.contains(&e.field)))
+        .filter(|e| {
+            e.is_strategy()
+                && !GROUPS.iter().any(|g| g.fields.contains(&e.field))
+                && !PLAN_PANELS.contains(&e.field)
+        })
         .collect()
 }
 

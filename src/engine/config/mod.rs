@@ -619,6 +619,18 @@ pub enum Offload {
 }
 
 impl Offload {
+    pub const ALL: [Self; 4] = [
+        Self::None,
+        Self::Optimizer,
+        Self::Parameters,
+        Self::Activations,
+    ];
+
+    /// The offload a name (as `name` gives it) stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|offload| offload.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::None => "none",

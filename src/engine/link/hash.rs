@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::engine::RunConfig;
 use crate::engine::claims::Verdict;
+use crate::engine::config::Offload;
 use crate::engine::link::verdicts::shared_verdicts;
 use crate::engine::overrides::apply_override;
 use crate::engine::presets::{DEFAULT_PRESET, preset};
@@ -27,6 +28,9 @@ pub struct FromUrl {
     /// How many such GPUs "Will it fit?" plans one's share of (`gpus=`, the config's `gpus`
     /// for a plan: a run trains on one), as the page's panel holds it.
     pub gpus: Option<String>,
+    /// What "Will it fit?" keeps on the host (`strategies.offload=`, the config's field for a
+    /// plan: a run refuses it), as the page's panel holds it; a name that is none is refused.
+    pub offload: Option<Offload>,
 }
 
 impl FromUrl {
@@ -49,6 +53,8 @@ pub fn parse(hash: &str) -> FromUrl {
     let mut letters = None;
     let mut gpu = None;
     let mut gpus = None;
+    let mut offload = None;
+    let mut refused = Vec::new();
     let mut parts = hash.split('&').filter(|p| !p.is_empty());
     for part in parts.by_ref().take(MAX_PARTS) {
         // As the browser's decodeURIComponent would, keeping the text as it is where that
@@ -59,10 +65,16 @@ pub fn parse(hash: &str) -> FromUrl {
             Some(("lessons", value)) => letters = Some(value.to_string()),
             Some(("gpu", value)) => gpu = Some(value.to_string()),
             Some(("gpus", value)) => gpus = Some(value.to_string()),
+            Some(("strategies.offload", value)) => match Offload::from_name(value) {
+                Some(named) => offload = Some(named),
+                None => refused.push(format!(
+                    "strategies.offload: {value:?} is not one of {}; that field keeps its default",
+                    Offload::ALL.map(Offload::name).join(", ")
+                )),
+            },
             _ => sets.push(part),
         }
     }
-    let mut refused = Vec::new();
     let (name, mut config) = match preset(&name) {
         Ok(config) => (name, config),
         Err(err) => {
@@ -93,6 +105,7 @@ pub fn parse(hash: &str) -> FromUrl {
         lessons,
         gpu,
         gpus,
+        offload,
     }
 }
 
@@ -279,6 +292,25 @@ mod tests {
         assert_eq!(from.preset, "digits-cnn");
         assert_eq!(from.note(), None);
         assert_eq!(from.config, config);
+    }
+
+    #[test]
+    fn the_offload_a_plan_asks_for_is_the_panels_and_a_bad_one_is_refused() {
+        let from = parse("#preset=sort-llama&strategies.offload=parameters&gpus=8");
+        assert_eq!(from.note(), None);
+        assert_eq!(
+            (from.offload, from.gpus.as_deref()),
+            (Some(Offload::Parameters), Some("8"))
+        );
+        // A run refuses offload: the config the editor gets keeps its own.
+        assert_eq!(from.config.strategies.offload, Offload::None);
+        let bad = parse("#preset=sort-llama&strategies.offload=disk");
+        assert_eq!(bad.offload, None);
+        let note = bad.note().expect("refused");
+        assert!(
+            note.contains("strategies.offload") && note.contains("parameters"),
+            "{note}"
+        );
     }
 
     #[test]
