@@ -5,7 +5,8 @@ use std::path::Path;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use vramlab::engine::config::{
-    DataConfig, DataKind, InputKind, MixedPrecision, OpPath, Sharding, Trainable, WeightDtype,
+    DataConfig, DataKind, InputKind, MixedPrecision, Offload, OpPath, Sharding, Trainable,
+    WeightDtype,
 };
 use vramlab::engine::data::split_sizes;
 use vramlab::engine::device::ModelledAdapter;
@@ -224,10 +225,17 @@ fn print_header(plan: &Plan) {
             sharded.gpus
         );
     } else if let Some(sharded) = &plan.sharded {
+        let step = match config.strategies.offload {
+            Offload::Parameters | Offload::Optimizer => "the optimizer steps on the host",
+            _ => "AdamW's foreach step",
+        };
+        let share = match sharded.gpus {
+            1 => "one GPU, its parameters on the host".to_string(),
+            gpus => format!("one GPU's share of {gpus}"),
+        };
         println!(
-            "  sharding: one GPU's share of {}, {} (FSDP2's {}: fully_shard on each block, then \
-             on the model; {}; AdamW's foreach step): every figure below is this GPU's",
-            sharded.gpus,
+            "  sharding: {share}, {} (FSDP2's {}: fully_shard on each block, then on the model; \
+             {}; {step}): every figure below is this GPU's",
             sharded.mode.name(),
             sharded.mode.fsdp_name(),
             match sharded.mode {
@@ -273,9 +281,13 @@ fn print_parameters(plan: &Plan) {
                 format!(", all of them on each of {} GPUs", sharded.gpus)
             }
             _ => format!(
-                ", this GPU's shard: {} values, padded to {} GPUs",
+                ", this GPU's shard: {} values, padded to {} GPUs{}",
                 grouped(sharded.shard_values),
-                sharded.gpus
+                sharded.gpus,
+                match s.offload {
+                    Offload::Parameters => ", on the host",
+                    _ => "",
+                }
             ),
         });
     println!(

@@ -97,9 +97,11 @@ pub async fn fresh_planner(modelled: ModelledAdapter) -> Result<Planner, EngineE
 /// Started synchronously: a noop device's adapter and device are ready at once, in the browser
 /// too, so this polls its start once and says so if that ever changes.
 pub fn host_stand_in(modelled: &ModelledAdapter) -> Result<Device, EngineError> {
-    static HOST: Mutex<Option<Device>> = Mutex::new(None);
-    let mut host = HOST.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(device) = host.as_ref() {
+    // One a modelled adapter: the shards are cast there (to f16 where the plan computes in
+    // it), so the stand-in states the planning device's features.
+    static HOSTS: Mutex<Vec<(ModelledAdapter, Device)>> = Mutex::new(Vec::new());
+    let mut hosts = HOSTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, device)) = hosts.iter().find(|(m, _)| m == modelled) {
         return Ok(device.clone());
     }
     let mut starting = std::pin::pin!(start(modelled.clone()));
@@ -113,7 +115,7 @@ pub fn host_stand_in(modelled: &ModelledAdapter) -> Result<Device, EngineError> 
             ));
         }
     };
-    *host = Some(started.gpu.device.clone());
+    hosts.push((modelled.clone(), started.gpu.device.clone()));
     Ok(started.gpu.device)
 }
 

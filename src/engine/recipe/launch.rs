@@ -200,14 +200,17 @@ fn zero(m: &mut Mapper, stage: &str, optimizer_device: &str, param_device: &str)
     if let Some((field, device)) = m.text(param_device) {
         match device.as_str() {
             "none" => m.mapped(&field, "parameters on the GPUs"),
-            // ZeRO-Infinity's CPU layout: FSDP2's CPUOffloadPolicy holds the same bytes.
+            // ZeRO-Infinity's CPU layout, planned as FSDP2's CPUOffloadPolicy lays it out.
             "cpu" if m.intent.offload_optimizer => {
                 m.intent.offload_params = true;
                 m.mapped(
                     &field,
                     "strategies.offload=parameters (with offload_optimizer: each GPU's \
                      parameter, gradient and optimizer-state partitions on the host, each block \
-                     gathered to the GPU before it runs)",
+                     gathered to the GPU before it runs; planned as FSDP2's CPUOffloadPolicy \
+                     holds them: DeepSpeed's host also keeps a 16-bit copy of a 16-bit run's \
+                     partition, 2 bytes a value more, and keeps parameters under \
+                     stage3_param_persistence_threshold on the GPUs)",
                 );
             }
             "cpu" => m.refused(

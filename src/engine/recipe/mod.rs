@@ -330,6 +330,25 @@ pub fn read(recipe: &Recipe, beside: &[(String, Recipe)]) -> Result<Reading, Rec
         .sharding
         .is_some_and(|s| s != crate::engine::config::Sharding::None)
         || m.intent.gpus.is_some_and(|n| n > 1);
+    // FSDP2's and ZeRO-3's parameter offload is planned under full sharding only: under any
+    // other the reading says so rather than handing the plan a refused config.
+    if m.intent.offload_params && m.intent.sharding != Some(crate::engine::config::Sharding::Full) {
+        m.intent.offload_params = false;
+        m.default(
+            "offload",
+            "parameters",
+            format!(
+                "refused: parameters on the host are planned under full sharding (FULL_SHARD, \
+                 ZeRO-3); the recipe shards {}",
+                m.intent
+                    .sharding
+                    .map_or("nothing", |sharding| sharding.name())
+            ),
+        );
+        if let Some(line) = m.lines.last_mut() {
+            line.kind = Kind::Refused;
+        }
+    }
     if m.intent.offload_params && m.intent.offload_activations {
         m.intent.offload_activations = false;
         m.default(

@@ -95,7 +95,7 @@ impl Strategy for Precision {
             loss_scale: Some(scaler.scale()),
             skipped: false,
         };
-        // Every gradient left for the host (`offload = optimizer`): the host unscales them and
+        // Every gradient left for the host (`offload = optimizer` or `parameters`): the host unscales them and
         // looks for infs where its optimizer steps.
         if grads.is_empty() {
             return (grads, None);
