@@ -973,6 +973,14 @@ impl RunConfig {
         }
     }
 
+    /// Whether a plan cuts the model into one GPU's shards: under full or gradients sharding
+    /// above one GPU, or on one whose shards live on the host (`offload = parameters`, FSDP2's
+    /// `CPUOffloadPolicy`, which gathers each block to the GPU however many GPUs share it).
+    pub fn cuts_into_shards(&self) -> bool {
+        self.strategies.sharding.shards_parameters()
+            && (self.gpus > 1 || self.strategies.offload == Offload::Parameters)
+    }
+
     /// Positions a transformer's table (or a llama's rotary table) covers: the model's stated
     /// count, or the data's tokens per sample (a query task's input and query halves).
     pub fn position_rows(&self) -> usize {

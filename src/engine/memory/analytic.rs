@@ -454,8 +454,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             Sharding::Gradients | Sharding::Full => {}
         }
     }
-    let params_on_host = config.strategies.offload == Offload::Parameters;
-    if config.strategies.sharding.shards_parameters() && (config.gpus > 1 || params_on_host) {
+    if config.cuts_into_shards() {
         // Mixed precision gathers f32 shards as f16 (FSDP2's MixedPrecisionPolicy), and keeps
         // no f16 copy of the whole model.
         let gathered_bytes = match config.strategies.mixed_precision {
@@ -478,7 +477,7 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             every_weight: config.strategies.trainable == Trainable::All,
             every_block: config.strategies.sharding == Sharding::Gradients,
             optimizer_on_host: config.strategies.offload == Offload::Optimizer,
-            params_on_host,
+            params_on_host: config.strategies.offload == Offload::Parameters,
         };
         shard(
             &mut prediction,

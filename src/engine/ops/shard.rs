@@ -90,30 +90,21 @@ impl Layout {
 /// layout, and the gathered buffers alive between the calls that make and free them.
 pub struct Shards {
     ranks: usize,
-    /// Whether a block is freed after its forward pass (FULL_SHARD) or kept gathered until its
-    /// backward (SHARD_GRAD_OP, FSDP2's `reshard_after_forward=False`).
-    reshard_after_forward: bool,
-    /// Values of the root's own parameters (gathered once a step, not again for backward).
-    root_values: usize,
-    /// The type shards are gathered and gradients reduced in when it is not the shards' own
-    /// (FSDP2's `MixedPrecisionPolicy(param_dtype)`: f32 shards, 16-bit compute).
-    gather_dtype: Option<FloatDType>,
-    /// The shards' gradients leave for the host once reduce-scattered, where the optimizer
-    /// steps (`strategies.offload = optimizer`).
-    gradients_to_host: bool,
-    /// The GPU each gather copies a shard to, when the shards live on the host.
-    gpu: Option<Device>,
+    moves: Moves,
     layouts: HashMap<ParamId, Layout>,
     held: Mutex<Held>,
 }
 
 /// How a sharded run moves its values between what a GPU keeps and what it computes with.
 pub struct Moves {
-    /// FULL_SHARD (a block freed after its forward pass) or SHARD_GRAD_OP (kept to backward).
+    /// Whether a block is freed after its forward pass (FULL_SHARD) or kept gathered until its
+    /// backward (SHARD_GRAD_OP, FSDP2's `reshard_after_forward=False`).
     pub reshard_after_forward: bool,
-    /// The type shards are gathered and gradients reduced in, when not the shards' own.
+    /// The type shards are gathered and gradients reduced in when it is not the shards' own
+    /// (FSDP2's `MixedPrecisionPolicy(param_dtype)`: f32 shards, 16-bit compute).
     pub gather_dtype: Option<FloatDType>,
-    /// Whether each reduce-scattered gradient leaves for the host's optimizer.
+    /// Whether each reduce-scattered gradient leaves for the host, where the optimizer steps
+    /// (`strategies.offload = optimizer` or `parameters`).
     pub gradients_to_host: bool,
     /// The GPU each gather copies a shard to, when the shards live on the host.
     pub gpu: Option<Device>,
@@ -171,47 +162,27 @@ impl Shards {
         model.map(&mut cut)
     }
 
-    /// The sharding of the final `model` (its trained parameters read from it), `root_values`
-    /// of its parameters the root's, its values moved as `moves` says.
-    pub fn new<M: Module>(
-        model: &M,
-        ranks: usize,
-        mut layouts: Layouts,
-        root_values: usize,
-        moves: Moves,
-    ) -> Self {
+    /// The sharding of the final `model` (its trained parameters read from it), its values
+    /// moved as `moves` says.
+    pub fn new<M: Module>(model: &M, ranks: usize, mut layouts: Layouts, moves: Moves) -> Self {
         model.visit(&mut MarkTrained(&mut layouts));
-        let Moves {
-            reshard_after_forward,
-            gather_dtype,
-            gradients_to_host,
-            gpu,
-        } = moves;
         Self {
             ranks,
-            reshard_after_forward,
-            root_values,
-            gather_dtype,
-            gradients_to_host,
-            gpu,
+            moves,
             layouts,
             held: Mutex::default(),
         }
     }
 
-    pub fn root_values(&self) -> usize {
-        self.root_values
-    }
-
     /// FULL_SHARD frees a block's gathered parameters after its forward pass; SHARD_GRAD_OP
     /// keeps them until its backward.
     pub fn reshards_after_forward(&self) -> bool {
-        self.reshard_after_forward
+        self.moves.reshard_after_forward
     }
 
     /// Whether each reduce-scattered gradient leaves the GPU for the host's optimizer.
     pub fn gradients_to_host(&self) -> bool {
-        self.gradients_to_host
+        self.moves.gradients_to_host
     }
 
     /// Every sharded parameter's layout.
@@ -294,7 +265,7 @@ impl Shards {
                 let mut piece = input.clone().narrow(0, offset, values).mul_scalar(scale);
                 // Reduced in the compute type, the shard's gradient in the shard's (FSDP2
                 // casts the reduce-scatter's output to the parameter's own type).
-                if self.gather_dtype.is_some() {
+                if self.moves.gather_dtype.is_some() {
                     piece = piece.cast(layout.dtype);
                 }
                 offset += values;
@@ -475,8 +446,8 @@ impl ModuleMapper for Gather<'_> {
             return param;
         };
         let ranks = self.shards.ranks;
-        let dtype = self.shards.gather_dtype;
-        let gpu = self.shards.gpu.as_ref();
+        let dtype = self.shards.moves.gather_dtype;
+        let gpu = self.shards.moves.gpu.as_ref();
         param.map(|shard| {
             let shard = match gpu {
                 Some(gpu) => copied_to(&shard, gpu),

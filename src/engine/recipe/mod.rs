@@ -334,7 +334,7 @@ pub fn read(recipe: &Recipe, beside: &[(String, Recipe)]) -> Result<Reading, Rec
     // other the reading says so rather than handing the plan a refused config.
     if m.intent.offload_params && m.intent.sharding != Some(crate::engine::config::Sharding::Full) {
         m.intent.offload_params = false;
-        m.default(
+        m.refused_default(
             "offload",
             "parameters",
             format!(
@@ -345,31 +345,22 @@ pub fn read(recipe: &Recipe, beside: &[(String, Recipe)]) -> Result<Reading, Rec
                     .map_or("nothing", |sharding| sharding.name())
             ),
         );
-        if let Some(line) = m.lines.last_mut() {
-            line.kind = Kind::Refused;
-        }
     }
     if m.intent.offload_params && m.intent.offload_activations {
         m.intent.offload_activations = false;
-        m.default(
+        m.refused_default(
             "offload",
             "parameters and activations",
             "refused: one offload is planned at a time; the parameters' is planned",
         );
-        if let Some(line) = m.lines.last_mut() {
-            line.kind = Kind::Refused;
-        }
     }
     if m.intent.offload_optimizer && m.intent.offload_activations {
         m.intent.offload_activations = false;
-        m.default(
+        m.refused_default(
             "offload",
             "optimizer and activations",
             "refused: one offload is planned at a time; the optimizer's is planned",
         );
-        if let Some(line) = m.lines.last_mut() {
-            line.kind = Kind::Refused;
-        }
     }
     let mut intent = m.intent;
     let gpus = intent.gpus.take();

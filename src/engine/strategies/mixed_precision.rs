@@ -95,8 +95,8 @@ impl Strategy for Precision {
             loss_scale: Some(scaler.scale()),
             skipped: false,
         };
-        // Every gradient left for the host (`offload = optimizer` or `parameters`): the host unscales them and
-        // looks for infs where its optimizer steps.
+        // Every gradient left for the host (`offload = optimizer` or `parameters`): the host
+        // unscales them and looks for infs where its optimizer steps.
         if grads.is_empty() {
             return (grads, None);
         }

@@ -120,21 +120,26 @@ impl ShardedRun {
             Mode::Optimizer => return ring(3 * self.trained_values * trained_bytes),
             Mode::Gradients | Mode::Full => {}
         }
+        ring(self.pass_bytes(weight_bytes, trained_bytes))
+    }
+
+    /// Bytes each GPU copies from the host and back in one training pass under `offload =
+    /// parameters`, computed: its share of every shard copied to the GPU before its gather,
+    /// and of each trained gradient back.
+    pub fn offload_traffic_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
+        self.pass_bytes(weight_bytes, trained_bytes)
+            .div_ceil(self.gpus as u64)
+    }
+
+    /// What a fully sharded training pass gathers and reduces, whole: every parameter in
+    /// forward, every block's again for backward (the root's stay gathered), and every trained
+    /// gradient.
+    fn pass_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
         let weights = (2 * self.model_values - self.root_values) * weight_bytes;
         // Adapters sit on the blocks' matrices: gathered for forward and again for backward.
         let adapters = 2 * self.adapter_values * trained_bytes;
         let reduced = self.trained_values * trained_bytes;
-        ring(weights + adapters + reduced)
-    }
-
-    /// Bytes each GPU copies from the host and back in one training pass under `offload =
-    /// parameters`, computed: every shard copied to the GPU before its gather (in forward, and
-    /// again in backward but the root's), and each trained shard's gradient back.
-    pub fn offload_traffic_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
-        let weights = (2 * self.model_values - self.root_values) * weight_bytes;
-        let adapters = 2 * self.adapter_values * trained_bytes;
-        let gradients = self.trained_values * trained_bytes;
-        (weights + adapters + gradients).div_ceil(self.gpus as u64)
+        weights + adapters + reduced
     }
 }
 
@@ -153,8 +158,11 @@ pub struct Sharding {
     others: Vec<Tensor<1>>,
     /// f16 compute over f32 shards (`mixed_precision = f16`): gathered and reduced in f16.
     gather_dtype: Option<FloatDType>,
-    /// `offload = optimizer`: gradients leave for the host, whose optimizer steps the shards.
-    optimizer_on_host: bool,
+    /// The model is cut into this GPU's shards (`RunConfig::cuts_into_shards`).
+    cuts: bool,
+    /// `offload = optimizer` or `parameters`: gradients leave for the host, whose optimizer
+    /// steps the shards.
+    steps_on_host: bool,
     /// `offload = parameters`: the device holding the shards in the host's place, and the
     /// GPU each gather copies them to.
     host: Option<(Device, Device)>,
@@ -179,16 +187,14 @@ impl Sharding {
             gather_dtype: (super::mixed_precision::in_effect(config, adapter)
                 == MixedPrecision::F16)
                 .then_some(FloatDType::F16),
-            optimizer_on_host: config.strategies.offload == Offload::Optimizer,
+            cuts: config.cuts_into_shards(),
+            steps_on_host: matches!(
+                config.strategies.offload,
+                Offload::Optimizer | Offload::Parameters
+            ),
             host: host.map(|host| (host, gpu.device.clone())),
             root_values: 0,
         }
-    }
-
-    /// Whether the run is cut into shards: above one GPU, or on one whose shards live on the
-    /// host (FSDP2's `CPUOffloadPolicy` gathers each block to the GPU however many GPUs).
-    fn cuts(&self) -> bool {
-        self.mode.shards_parameters() && (self.gpus > 1 || self.host.is_some())
     }
 
     /// Data parallel (ZeRO-1 too): every GPU holds the whole model.
@@ -304,7 +310,7 @@ pub(crate) fn zero_share<Id: Copy>(params: &[(Id, usize)], gpus: usize) -> Vec<I
 
 impl Strategy for Sharding {
     fn prepare_model(&mut self, model: Model) -> Model {
-        if !self.cuts() || model.root_values().is_none() {
+        if !self.cuts || model.root_values().is_none() {
             return model;
         }
         // Counted whole before the cut: the report's and the traffic's figure.
@@ -320,16 +326,14 @@ impl Strategy for Sharding {
             return model;
         };
         let mut model = Shards::cut_adapters(model, self.gpus, &mut layouts);
-        let root = model.root_values().unwrap_or(0);
         let shards = Arc::new(Shards::new(
             &model,
             self.gpus,
             layouts,
-            root,
             Moves {
                 reshard_after_forward: self.mode == Mode::Full,
                 gather_dtype: self.gather_dtype,
-                gradients_to_host: self.optimizer_on_host || self.host.is_some(),
+                gradients_to_host: self.steps_on_host,
                 gpu: self.host.as_ref().map(|(_, gpu)| gpu.clone()),
             },
         ));
@@ -387,7 +391,7 @@ impl Strategy for Sharding {
         mut grads: GradientsParams,
         model: &Model,
     ) -> (GradientsParams, Option<Tensor<1>>) {
-        if (self.optimizer_on_host || self.host.is_some()) && self.shards.is_some() {
+        if self.steps_on_host && self.shards.is_some() {
             // The root's shard gradients (made through its gather's autodiff at the end of
             // backward) leave for the host as every block's did: the GPU's optimizer has
             // nothing to step.
@@ -420,10 +424,7 @@ impl Strategy for Sharding {
 
     fn optimizer_temporaries(&self, model: &Model) -> Vec<Tensor<1>> {
         // Stepped on the host (a CPU step runs tensor by tensor: no foreach temporary).
-        if (self.shards.is_none() && !self.data_parallel())
-            || self.optimizer_on_host
-            || self.host.is_some()
-        {
+        if (self.shards.is_none() && !self.data_parallel()) || self.steps_on_host {
             return Vec::new();
         }
         let mut local = LocalValues {
@@ -464,11 +465,12 @@ impl Strategy for Sharding {
                 run.optimizer_values += layout.shard_values() as u64;
             }
         }
-        if self.optimizer_on_host {
-            report.host_bytes = Some(run.optimizer_values * HOST_BYTES_A_TRAINED_VALUE);
-        }
+        // The host holds every shard (`parameters`), or the optimizer's copy of the trained
+        // ones (`optimizer`).
         if self.host.is_some() {
             report.host_bytes = Some(shards.layouts().map(host_bytes_of_shard).sum());
+        } else if self.steps_on_host {
+            report.host_bytes = Some(run.optimizer_values * HOST_BYTES_A_TRAINED_VALUE);
         }
         report.sharded = Some(run);
     }
