@@ -107,57 +107,74 @@ fn the_full_tiers_plans_in_the_docs_are_what_the_code_computes() {
 }
 
 #[test]
-fn the_docs_check_fails_on_a_figure_edited_by_hand() {
-    let params = vramlab_json::<Plan>(&["plan", "--json", "--preset", "spiral-mlp"]).params;
+fn the_docs_check_fails_on_a_plan_table_edited_by_hand_and_on_an_unmarked_figure() {
+    let plan = vramlab_json::<Plan>(&["plan", "--json", "--preset", "spiral-mlp"]);
+    let (params, high_water) = (plan.params, plan.high_water_in_use_bytes);
     let dir = std::env::temp_dir().join(format!("vramlab-docs-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let page = dir.join("page.md");
     let write = |documented: u64| {
         let text = format!(
-            "# A page\n\n<!-- figures s: plan --preset spiral-mlp -->\n<!-- check: s.params -->\n\
-             spiral-mlp has {documented} parameters.\n"
+            "# A page\n\n<!-- figures s: plan --preset spiral-mlp -->\n\
+             <!-- check \"| spiral-mlp |\": s.params; s.high_water_in_use_bytes B -->\n\n\
+             | preset | parameters | high-water in use |\n|---|---|---|\n\
+             | spiral-mlp | {params} | {documented} B |\n"
         );
         std::fs::write(&page, text).unwrap();
     };
     let path = page.to_str().unwrap();
+    let check = |text: Option<&str>| {
+        if let Some(text) = text {
+            std::fs::write(&page, text).unwrap();
+        }
+        let out = vramlab(&["docs", "--check", path]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
 
-    write(params);
-    let out = vramlab(&["docs", "--check", path]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    write(high_water);
+    let (code, stderr) = check(None);
+    assert_eq!(code, Some(0), "{stderr}");
 
-    write(params + 1);
-    let out = vramlab(&["docs", "--check", path]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stderr}");
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The table's row edited by hand fails, naming its line and both values.
+    write(high_water + 1);
+    let (code, stderr) = check(None);
+    assert_eq!(code, Some(1), "{stderr}");
     let named = format!(
-        "{path}:5 s.params (documented {}, computed {params})",
-        params + 1
+        "{path}:8 s.high_water_in_use_bytes B (documented {}, computed {high_water})",
+        high_water + 1
     );
     assert!(stderr.contains(&named), "{stderr} names {named}");
 
-    // A figure that nothing computes needs its section marked as a measurement.
-    let text = "# A page\n\nA step took 3.5 s.\n";
-    std::fs::write(&page, text).unwrap();
-    let out = vramlab(&["docs", "--check", path]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // A figure that nothing computes needs its block marked as a measurement; a mark in the
+    // paragraph before does not cover the next one; percentages count.
+    let (code, stderr) = check(Some("# A page\n\nA step took 3.5 s, 12% of it waiting.\n"));
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains(&format!("{path}:3 3.5")) && stderr.contains("marked as measured"),
+        stderr.contains(&format!("{path}:3 3.5")) && stderr.contains(&format!("{path}:3 12")),
         "{stderr}"
     );
-    let marked =
-        "# A page\n\nA step took 3.5 s (measured 2026-11-26 on lavapipe, `vramlab train`).\n";
-    std::fs::write(&page, marked).unwrap();
-    let out = vramlab(&["docs", "--check", path]);
+    let (code, stderr) = check(Some(
+        "# A page\n\nA step took 3.5 s (measured 2026-11-26 on lavapipe, `vramlab train`).\n\n\
+         The next took 4.5 s.\n",
+    ));
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains(&format!("{path}:5 4.5")) && !stderr.contains(":3 3.5"),
+        "{stderr}"
     );
+    // A plan's bytes marked as measured are refused: they are checked, not marked.
+    let (code, stderr) = check(Some(
+        "# A page\n\nIt holds 9.5 MiB (measured 2026-11-26 on lavapipe, `vramlab plan --preset \
+         spiral-mlp`).\n",
+    ));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("{path}:3 9.5")), "{stderr}");
+    let (code, stderr) = check(Some(
+        "# A page\n\nA step took 3.5 s (measured 2026-11-26 on lavapipe, `vramlab train`).\n",
+    ));
+    assert_eq!(code, Some(0), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

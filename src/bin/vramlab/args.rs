@@ -84,6 +84,10 @@ pub struct DocsArgs {
     /// on their `figures` line), or only the full tier's (docs/architecture.md, "The two tiers").
     #[arg(long, value_enum, default_value_t = DocsTier::All)]
     pub tier: DocsTier,
+    /// List only the figures neither checked nor marked as measured, computing no plan (seconds,
+    /// where the check takes minutes): what a page's author runs while writing.
+    #[arg(long, conflicts_with = "check")]
+    pub unmarked: bool,
 }
 
 /// The figures `vramlab docs --check` checks. A plan of a sweep (one run at 1, 2 and 4 GPUs

@@ -6,7 +6,7 @@
 //! prints ratios, not a test: it is where the analytic model's misses are found.
 
 use vramlab::engine::Gpu;
-use vramlab::engine::estimate_check::{TOLERANCE, against_plan};
+use vramlab::engine::estimate_check::{Figure, TOLERANCE, against_plan};
 use vramlab::engine::format::ByteFormat;
 use vramlab::engine::overrides::apply_overrides;
 use vramlab::engine::presets::preset;
@@ -229,6 +229,33 @@ pub const GRID: &[(&str, &str, &str)] = &[
 /// Printed after a figure off by more than the tolerance.
 const OFF: &str = "  <- off";
 
+/// One config of the grid, planned and set beside its estimate.
+pub struct Row {
+    pub family: &'static str,
+    pub label: String,
+    pub figures: Vec<Figure>,
+}
+
+/// The grid's rows planned on `gpu`, or those of the `only` families, each handed to `each` as
+/// it is planned.
+pub fn rows(gpu: &Gpu, only: &[String], mut each: impl FnMut(&Row)) -> anyhow::Result<Vec<Row>> {
+    let chosen = GRID
+        .iter()
+        .filter(|(family, _, _)| only.is_empty() || only.iter().any(|f| f == family));
+    let mut rows = Vec::new();
+    for (family, name, sets) in chosen {
+        let config = apply_overrides(preset(name)?, sets.split_whitespace())?;
+        let row = Row {
+            family,
+            label: format!("{name} {sets}"),
+            figures: pollster::block_on(against_plan(config, gpu))?,
+        };
+        each(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 /// The grid's rows, or those of the `only` families.
 pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
     println!(
@@ -236,14 +263,9 @@ pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
         "family", "config", "category", "predicted", "planned", "ratio"
     );
     let (mut agree, mut compared) = (0, 0);
-    let chosen = GRID
-        .iter()
-        .filter(|(family, _, _)| only.is_empty() || only.iter().any(|f| f == family));
-    for (family, name, sets) in chosen {
-        let config = apply_overrides(preset(name)?, sets.split_whitespace())?;
-        let figures = pollster::block_on(against_plan(config, gpu))?;
-        let label = format!("{name} {sets}");
-        for figure in figures {
+    rows(gpu, only, |row| {
+        let (family, label) = (row.family, &row.label);
+        for figure in &row.figures {
             if figure.compared() {
                 compared += 1;
                 agree += usize::from(figure.agrees());
@@ -263,7 +285,7 @@ pub fn run(gpu: &Gpu, only: &[String]) -> anyhow::Result<()> {
                 }
             );
         }
-    }
+    })?;
     println!(
         "within {:.0}% of the plan: {agree} of {compared} figures (input and other are not \
          predicted)",

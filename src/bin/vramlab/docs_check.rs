@@ -16,24 +16,33 @@
 //! config and the adapter that device models (lavapipe's in CI), not on the machine's memory; `figures NAME: estimate ARGS` is the
 //! analytic model's prediction for the same config (`memory::analytic`, no plan). A figure is a
 //! path into that JSON (`vramlab plan --json` prints a plan's): dotted fields, `[field=value]`
-//! to pick an element of a list. Built in, without a `figures` line: `catalog.claims` (the catalog's
-//! claims), `catalog.strategies`, `grid.configs` (bench-analytic's grid) and `presets.count`.
+//! to pick an element of a list, `[N]` its element N, `list[].field` the sum over its elements.
+//! Built in, without a `figures` line: `catalog.claims` (the catalog's claims),
+//! `catalog.strategies`, `presets.count`, `grid.configs` (bench-analytic's grid) and the grid's
+//! own figures, `grid.within`, `grid.FAMILY.CATEGORY.max` and the rest (`Checker::grid_figure`:
+//! the grid is planned once, in the full tier).
 //!
 //! `check:` applies to the next line of text, `check "TEXT":` to the next line that contains TEXT
 //! (a table's row, a line inside a paragraph: a comment there would end the table or split the
 //! paragraph): each item, in order, is compared with the next number on that line (numbers in code
 //! spans and glued to a word, as in `f16` or `GPT-2`, are not counted), `_` skips one. An item is a
-//! figure, or two divided (`a/b`; either may be a number as written, a figure given from
-//! elsewhere), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`, or `billion` for a
-//! count). The computed value is rounded to the documented number's decimals;
+//! figure, figures added (`a.x+a.y`), or two of those divided (`a/b`; either may be a number as
+//! written, a figure given from elsewhere; never a figure over itself, which is 1 whatever the
+//! code computes), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`, `billion` for
+//! a count, `%` for a share). The computed value is rounded to the documented number's decimals;
 //! thousands separators are ignored.
 //!
-//! Measurements (timings, runs on this machine's GPU) cannot be recomputed here: the pages mark
-//! them "measured DATE on MACHINE" with the command that reproduces them, in a paragraph of the
-//! figure's section that holds "measured", the date and the command in a code span. A figure with
-//! a unit (bytes, time, a ratio) that no check covers, outside such a section, fails the check;
-//! `<!-- given "TEXT": WHY -->` exempts the next line holding TEXT, whose figures are inputs or
-//! limits the code sets (a budget, a cap), with WHY.
+//! Measurements (timings, real runs, PyTorch's tracker) cannot be recomputed here: a block (a
+//! paragraph, a table, a list between blank lines) that holds them is marked "measured DATE on
+//! MACHINE" with the command that reproduces them in a code span, and a marked block that leads
+//! into a table or a list marks that one too. A mark whose only commands are plans or estimates
+//! covers the time they took and nothing they print: those figures are the same on every machine
+//! and are checked, never marked. A figure with a unit (bytes, time, a ratio, a percentage; in a
+//! code span too, unless the span is a command or a setting) that no check covers, outside a
+//! marked block, fails the check; `<!-- given "TEXT": WHY -->` exempts the next line holding
+//! TEXT, whose figures are inputs or limits (a budget, a card, a cap, a test's bar) or reference
+//! figures from elsewhere, with WHY. `vramlab docs --unmarked` lists those figures without
+//! computing any plan.
 //!
 //! The pages' plans model lavapipe's adapter (CI's): where the planning device models another,
 //! a plan figure that differs is listed and does not fail.
@@ -55,7 +64,7 @@ use vramlab::engine::strategies::catalog::{self, CATALOG};
 use vramlab::engine::{Gpu, plan};
 
 use crate::args::{Cli, Command, DocsArgs, DocsTier};
-use crate::bench_analytic;
+use crate::bench_analytic::{self, GRID};
 
 /// One documented figure and what the code computes for it.
 pub struct Figure {
@@ -86,6 +95,7 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
     };
     let mut checker = Checker {
         tier: args.tier,
+        positions_only: args.unmarked,
         ..Checker::default()
     };
     let mut pages = Vec::new();
@@ -94,11 +104,13 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         pages.push((file.display().to_string(), text));
     }
-    checker.plan_ahead(
-        pages
-            .iter()
-            .flat_map(|(_, text)| plan_commands(text, args.tier)),
-    );
+    if !args.unmarked {
+        checker.plan_ahead(
+            pages
+                .iter()
+                .flat_map(|(_, text)| plan_commands(text, args.tier)),
+        );
+    }
     let mut figures = Vec::new();
     let mut unmarked_figures = Vec::new();
     for (name, text) in &pages {
@@ -107,8 +119,14 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         figures.extend(page);
     }
     for unmarked in &unmarked_figures {
+        let why = if unmarked.by_a_plan {
+            "marked as measured by a plan or an estimate, which prints the same on every \
+             machine: check it (`figures` and `check` lines)"
+        } else {
+            "neither checked nor in a block marked \"measured DATE on MACHINE ... `command`\""
+        };
         println!(
-            "{}:{}: {}: neither checked nor in a section marked \"measured DATE ... `command`\"",
+            "{}:{}: {}: {why}",
             unmarked.file, unmarked.line, unmarked.figure
         );
     }
@@ -157,7 +175,7 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
         differ.len(),
         unmarked_figures.len(),
     );
-    if args.check && !unmarked_figures.is_empty() {
+    if (args.check || args.unmarked) && !unmarked_figures.is_empty() {
         bail!(
             "{} figures are neither checked nor marked as measured: {}",
             unmarked_figures.len(),
@@ -214,6 +232,10 @@ struct Checker {
     tier: DocsTier,
     /// Where the figures of the other tier stand: (file, line, which number of the line).
     left: Vec<(String, usize, usize)>,
+    /// Whether to note where checked figures stand (in `left`) without computing them.
+    positions_only: bool,
+    /// bench-analytic's grid, planned the first time a figure names it.
+    grid: Option<Vec<bench_analytic::Row>>,
 }
 
 impl Checker {
@@ -254,9 +276,14 @@ impl Checker {
         // Check lines waiting for their line: where they are, the row they name, their items.
         let mut pending: Vec<(usize, Option<String>, Vec<String>)> = Vec::new();
         let mut figures = Vec::new();
+        // Whether a code span opened on an earlier line of the paragraph is still open.
+        let mut open_span = false;
         for (index, line) in text.lines().enumerate() {
             let number = index + 1;
             let trimmed = line.trim();
+            if trimmed.is_empty() {
+                open_span = false;
+            }
             if let Some(rest) = comment(trimmed, "figures") {
                 let (name, command) = rest
                     .split_once(':')
@@ -301,9 +328,15 @@ impl Checker {
                     taken.push(slot);
                 }
             }
+            let read = if open_span {
+                format!("`{line}")
+            } else {
+                line.to_string()
+            };
+            open_span ^= line.matches('`').count() % 2 == 1;
             for slot in taken.into_iter().rev() {
                 let (_, _, items) = pending.remove(slot);
-                figures.extend(self.check_line_figures(file, number, line, &items, &sources)?);
+                figures.extend(self.check_line_figures(file, number, &read, &items, &sources)?);
             }
         }
         if let Some((from, _, _)) = pending.first() {
@@ -337,7 +370,7 @@ impl Checker {
             }
             let full_tier =
                 item_tier(item, sources).with_context(|| format!("{file}:{number}: {item}"))?;
-            if !self.tier.checks(full_tier) {
+            if self.positions_only || !self.tier.checks(full_tier) {
                 self.left.push((file.to_string(), number, index));
                 continue;
             }
@@ -367,10 +400,18 @@ impl Checker {
             None => (item, 1.0),
         };
         let value = match expression.split_once('/') {
-            Some((a, b)) => self.figure(a.trim(), sources)? / self.figure(b.trim(), sources)?,
-            None => self.figure(expression, sources)?,
+            Some((a, b)) => self.sum(a, sources)? / self.sum(b, sources)?,
+            None => self.sum(expression, sources)?,
         };
         Ok(value / unit)
+    }
+
+    /// Figures added (`a.words+a.scales`), or one figure.
+    fn sum(&mut self, terms: &str, sources: &HashMap<String, Source>) -> anyhow::Result<f64> {
+        terms
+            .split('+')
+            .map(|term| self.figure(term.trim(), sources))
+            .sum()
     }
 
     fn figure(&mut self, path: &str, sources: &HashMap<String, Source>) -> anyhow::Result<f64> {
@@ -383,9 +424,12 @@ impl Checker {
         match path {
             "catalog.claims" => return count(catalog::claims().count()),
             "catalog.strategies" => return count(CATALOG.len()),
-            "grid.configs" => return count(bench_analytic::GRID.len()),
+            "grid.configs" => return count(GRID.len()),
             "presets.count" => return count(PRESETS.len() + PLAN_PRESETS.len()),
             _ => {}
+        }
+        if let Some(field) = path.strip_prefix("grid.") {
+            return self.grid_figure(field);
         }
         let (name, field) = path
             .split_once('.')
@@ -395,10 +439,73 @@ impl Checker {
             .ok_or_else(|| anyhow!("no `figures {name}: ...` line above on this page"))?
             .command;
         let plan = self.plan(command)?;
-        let value = at_path(plan, field).ok_or_else(|| anyhow!("the plan has no {field}"))?;
-        value
-            .as_f64()
-            .ok_or_else(|| anyhow!("{field} is not a number: {value}"))
+        number_at(plan, field)
+    }
+
+    /// A figure of bench-analytic's grid (`vramlab bench-analytic`, planned here once):
+    /// `compared` and `within` (the estimate within its tolerance) count the figures compared,
+    /// over the grid or one family (`mlp.within`); `FAMILY.CATEGORY.min` and `.max` are the
+    /// lowest and highest estimate / plan among the family's compared figures of a category;
+    /// `FAMILY.N.CATEGORY` is the family's Nth config's (from 0) ratio, with `.predicted` or
+    /// `.planned` its bytes.
+    fn grid_figure(&mut self, field: &str) -> anyhow::Result<f64> {
+        if self.grid.is_none() {
+            if self.planner.is_none() {
+                self.planner = Some(vramlab::engine::device::planner()?);
+            }
+            let planner = self.planner.as_ref().expect("started above");
+            eprintln!(
+                "docs --check: planning bench-analytic's grid ({} configs)",
+                GRID.len()
+            );
+            self.grid = Some(bench_analytic::rows(planner, &[], |_| {})?);
+        }
+        let rows = self.grid.as_deref().expect("planned above");
+        let parts: Vec<&str> = field.split('.').collect();
+        let of_family = |family: &str| -> Vec<&bench_analytic::Row> {
+            rows.iter().filter(|row| row.family == family).collect()
+        };
+        let count = |rows: Vec<&bench_analytic::Row>, within: bool| {
+            let figures = rows.iter().flat_map(|row| &row.figures);
+            figures
+                .filter(|f| f.compared() && (!within || f.agrees()))
+                .count() as f64
+        };
+        let value = match parts.as_slice() {
+            [what @ ("compared" | "within")] => count(rows.iter().collect(), *what == "within"),
+            [family, what @ ("compared" | "within")] => count(of_family(family), *what == "within"),
+            [family, category, end @ ("min" | "max")] => {
+                let ratios = of_family(family)
+                    .into_iter()
+                    .flat_map(|row| &row.figures)
+                    .filter(|f| f.category == *category && f.compared())
+                    .map(|f| f.ratio());
+                let pick = if *end == "min" { f64::min } else { f64::max };
+                ratios
+                    .reduce(pick)
+                    .ok_or_else(|| anyhow!("no compared {category} figure in {family}"))?
+            }
+            [family, index, category, rest @ ..] => {
+                let index: usize = index.parse().context("a config's number in its family")?;
+                let row = of_family(family)
+                    .into_iter()
+                    .nth(index)
+                    .ok_or_else(|| anyhow!("{family} has no config {index}"))?;
+                let figure = row
+                    .figures
+                    .iter()
+                    .find(|f| f.category == *category)
+                    .ok_or_else(|| anyhow!("no {category} figure"))?;
+                match rest {
+                    [] => figure.ratio(),
+                    ["predicted"] => figure.predicted as f64,
+                    ["planned"] => figure.planned as f64,
+                    _ => bail!("grid.{field}: expected ratio, .predicted or .planned"),
+                }
+            }
+            _ => bail!("grid.{field}: not a figure of the grid"),
+        };
+        Ok(value)
     }
 
     /// The JSON of `command`: `plan ARGS`, what `vramlab plan ARGS --json` prints, or
@@ -513,7 +620,7 @@ fn referenced<'a>(
 ) -> impl Iterator<Item = (&'a str, &'a Source)> {
     let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
     expression
-        .split('/')
+        .split(['/', '+'])
         .filter_map(|part| part.trim().split_once('.'))
         .filter_map(|(name, _)| Some((name, sources.get(name)?)))
 }
@@ -521,13 +628,30 @@ fn referenced<'a>(
 /// Whether an item is a figure of the full tier's plans: refused when it divides one of them by
 /// a plan of the CI tier, which neither tier alone would plan both of.
 fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bool> {
+    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
+    // bench-analytic's grid plans 48 configs (minutes): its figures are the full tier's.
+    let grid = expression
+        .split(['/', '+'])
+        .map(str::trim)
+        .any(|term| term.starts_with("grid.") && term != "grid.configs");
+    if let Some((a, b)) = expression.split_once('/')
+        && a.trim() == b.trim()
+    {
+        // A figure over itself is 1 whatever the code computes: a check that cannot fail.
+        bail!("{a} divided by itself is always 1: write the row's base as text, unchecked");
+    }
     let tiers: Vec<(&str, bool)> = referenced(item, sources)
         .map(|(name, source)| (name, source.full_tier))
         .collect();
     if let [(a, true), (b, false)] | [(b, false), (a, true)] = tiers.as_slice() {
         bail!("{a} is the full tier's plan and {b} the CI tier's: mark both or neither");
     }
-    Ok(tiers.iter().any(|(_, full)| *full))
+    if let Some((name, _)) = tiers.iter().find(|(_, full)| grid && !full) {
+        bail!(
+            "bench-analytic's grid is the full tier's and {name} the CI tier's: mark both or neither"
+        );
+    }
+    Ok(grid || tiers.iter().any(|(_, full)| *full))
 }
 
 /// A check line's row (`"| parameters |"`: the next line holding it; none: the next line) and
@@ -560,12 +684,29 @@ fn unit_bytes(unit: &str) -> anyhow::Result<f64> {
         "GiB" => 1024.0 * 1024.0 * 1024.0,
         // A count in billions, as "0.25 B parameters" reads.
         "billion" => 1e9,
-        other => bail!("unknown unit {other:?} (B, KiB, MiB, GiB, billion)"),
+        // A share in percent: a ratio times 100.
+        "%" => 0.01,
+        other => bail!("unknown unit {other:?} (B, KiB, MiB, GiB, billion, %)"),
     })
 }
 
+/// The number at `path` in `value` ([`at_path`]), where `list[].field` is the sum of `field` over
+/// every element of `list` (the bytes kept by every op).
+fn number_at(value: &Value, path: &str) -> anyhow::Result<f64> {
+    if let Some((list, field)) = path.split_once("[].") {
+        let elements = at_path(value, list)
+            .and_then(Value::as_array)
+            .ok_or_else(|| anyhow!("the plan has no list {list}"))?;
+        return elements.iter().map(|e| number_at(e, field)).sum();
+    }
+    let found = at_path(value, path).ok_or_else(|| anyhow!("the plan has no {path}"))?;
+    found
+        .as_f64()
+        .ok_or_else(|| anyhow!("{path} is not a number: {found}"))
+}
+
 /// A field of `value` by a dotted path; `[key=text]` picks the element of a list whose `key` is
-/// `text`.
+/// `text`, `[N]` its element N (from 0).
 fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
     let mut here = value;
     for part in path.split('.') {
@@ -574,7 +715,9 @@ fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
             None => (part, None),
         };
         here = here.get(name)?;
-        if let Some(pick) = pick {
+        if let Some(index) = pick.and_then(|pick| pick.parse::<usize>().ok()) {
+            here = here.as_array()?.get(index)?;
+        } else if let Some(pick) = pick {
             let (key, text) = pick.split_once('=')?;
             here = here
                 .as_array()?
@@ -586,35 +729,95 @@ fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// The numbers of a line as written (`124,439,808`, `24.63`), outside code spans, skipping
-/// digits glued to a word (`f16`, `GPT-2`, `x2`).
+/// digits glued to a word (`f16`, `GPT-2`, `x2`): the numbers a `check` line's items take in
+/// order.
 fn numbers(line: &str) -> Vec<String> {
     numbers_and_units(line)
         .into_iter()
-        .map(|(text, _)| text)
+        .filter(|(_, _, in_code)| !in_code)
+        .map(|(text, _, _)| text)
         .collect()
 }
 
 /// Units that make a number a figure a reader would take as measured or computed.
 const UNITS: &[&str] = &[
-    "GiB", "MiB", "KiB", "GB", "MB", "KB", "kB", "B", "ms", "s", "x", "min", "minutes", "seconds",
-    "hours",
+    "GiB", "MiB", "KiB", "GB", "MB", "KB", "kB", "B", "ms", "s", "x", "%", "min", "minutes",
+    "seconds", "hours",
 ];
 
-/// [`numbers`], each with whether a unit of [`UNITS`] follows it (`24.63 GiB`, `1.03x`).
-fn numbers_and_units(line: &str) -> Vec<(String, bool)> {
+/// Words a code span starts with when it is a command a reader types, whose numbers are its
+/// inputs (`vramlab plan --budget 24GiB`), not figures.
+const COMMANDS: &[&str] = &[
+    "vramlab",
+    "bash",
+    "node",
+    "cargo",
+    "time",
+    "/usr/bin/time",
+    "python",
+    "python3",
+    "git",
+    "perf",
+    "trunk",
+    "npm",
+    "npx",
+    "curl",
+    "tune",
+    "accelerate",
+    "axolotl",
+    "trl",
+    "du",
+    "RUSTC_BOOTSTRAP=1",
+    "llamafactory-cli",
+];
+
+/// Whether a code span states inputs rather than figures: a command, a flag, a field set to a
+/// value (`batch_size=4`, `micro_batch_size: 2`), a path, or a name in code.
+fn input_span(span: &str) -> bool {
+    let span = span.trim();
+    let first = span.split_whitespace().next().unwrap_or_default();
+    COMMANDS.contains(&first)
+        || span.starts_with('-')
+        || span.contains('=')
+        || span.contains(": ")
+        || span.contains('/')
+        || span.contains("::")
+        || span.contains('(')
+        || span.contains(" --")
+}
+
+/// [`numbers`] and the numbers inside code spans that are not commands or settings
+/// ([`input_span`]), each with the unit of [`UNITS`] that follows it (`24.63 GiB`, `1.03x`,
+/// `12%`) and whether it is in a code span.
+fn numbers_and_units(line: &str) -> Vec<(String, Option<&'static str>, bool)> {
     let mut found = Vec::new();
-    let chars: Vec<char> = line.chars().collect();
-    let mut in_code = false;
+    for (at, segment) in line.split('`').enumerate() {
+        let in_code = at % 2 == 1;
+        if in_code && input_span(segment) {
+            continue;
+        }
+        found.extend(
+            segment_numbers(segment)
+                .into_iter()
+                .map(|(text, unit)| (text, unit, in_code)),
+        );
+    }
+    found
+}
+
+/// The numbers of a stretch of text without code spans, each with the unit that follows it.
+fn segment_numbers(text: &str) -> Vec<(String, Option<&'static str>)> {
+    let mut found = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    // Where the last number with a decimal point ended: `1.00-1.05` is a range of two.
+    let mut decimal_ended = None;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        if c == '`' {
-            in_code = !in_code;
-            i += 1;
-            continue;
-        }
-        let glued = i > 0 && (chars[i - 1].is_alphanumeric() || "_-^.".contains(chars[i - 1]));
-        if in_code || !c.is_ascii_digit() || glued {
+        let ranged = i > 0 && chars[i - 1] == '-' && decimal_ended == Some(i - 1);
+        let glued =
+            i > 0 && !ranged && (chars[i - 1].is_alphanumeric() || "_-^.".contains(chars[i - 1]));
+        if !c.is_ascii_digit() || glued {
             i += 1;
             continue;
         }
@@ -636,18 +839,25 @@ fn numbers_and_units(line: &str) -> Vec<(String, bool)> {
                 _ => break,
             }
         }
-        let text: String = chars[start..i].iter().collect();
+        let number: String = chars[start..i].iter().collect();
+        decimal_ended = number.contains('.').then_some(i);
         let rest: String = chars[i..].iter().collect();
         let ends = |text: &str, unit: &str| {
             text.strip_prefix(unit)
                 .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric()))
         };
         // `0.81x` is a ratio, `2 x L` a product; `7B` a model's size, `7 B` bytes.
-        let unit = UNITS.iter().any(|unit| *unit != "B" && ends(&rest, unit))
-            || rest
-                .strip_prefix(' ')
-                .is_some_and(|spaced| UNITS.iter().any(|unit| *unit != "x" && ends(spaced, unit)));
-        found.push((text, unit));
+        let unit = UNITS
+            .iter()
+            .find(|unit| **unit != "B" && ends(&rest, unit))
+            .or_else(|| {
+                let spaced = rest.strip_prefix(' ')?;
+                UNITS
+                    .iter()
+                    .find(|unit| **unit != "x" && ends(spaced, unit))
+            })
+            .copied();
+        found.push((number, unit));
         // Skip the rest of a word the number runs into (`8x`, `4kB`): not another number.
         while i < chars.len() && chars[i].is_alphanumeric() {
             i += 1;
@@ -659,29 +869,102 @@ fn numbers_and_units(line: &str) -> Vec<(String, bool)> {
 /// The adapter the pages' plans model (lavapipe, CI's).
 const DOCUMENTED_ADAPTER: &str = "llvmpipe";
 
-/// A figure with a unit that no check covers, in a section without a measurement marker.
+/// A figure with a unit that no check covers, in a block no measurement mark covers.
 pub struct Unmarked {
     pub file: String,
     pub line: usize,
     pub figure: String,
+    /// Marked as measured by a plan or an estimate, which are checked, not measured.
+    pub by_a_plan: bool,
+    unit: &'static str,
 }
 
-/// Whether a paragraph marks its section's figures as measured: "measured", a date
-/// (YYYY-MM-DD) and the command that reproduces them in a code span.
-fn measurement_marker(block: &str) -> bool {
-    let dated = block.as_bytes().windows(10).any(|w| {
+/// Words that name the machine a measurement was taken on.
+const MACHINES: &[&str] = &[
+    "machine",
+    "lavapipe",
+    "llvmpipe",
+    "SwiftShader",
+    "Chromium",
+    "H200",
+    "NVIDIA",
+];
+
+/// Units of time: what a plan's own run takes is measured on a machine, unlike its bytes.
+const TIMES: &[&str] = &["ms", "s", "min", "minutes", "seconds", "hours"];
+
+/// How a block marks its figures.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mark {
+    /// No mark: its figures are checked or unmarked.
+    None,
+    /// "measured", a date (YYYY-MM-DD), the machine (one of [`MACHINES`]) and, in a code span,
+    /// the command that measures them.
+    Measured,
+    /// Marked as measured with only a plan or an estimate for its command: the time it took is
+    /// measured, but the bytes, counts and ratios it prints are the same on every machine, so
+    /// they are checked, never marked.
+    ByAPlan,
+}
+
+/// The commands a block names in code spans (a code span whose first word is a command).
+fn commands(block: &str) -> impl Iterator<Item = &str> {
+    block.split('`').skip(1).step_by(2).filter(|span| {
+        let first = span.split_whitespace().next().unwrap_or_default();
+        COMMANDS.contains(&first)
+    })
+}
+
+/// Whether a command computes what every machine computes alike: a plan, a planned search (not
+/// one `--compare`d with real trials), the docs' own check (timing one with `time` measures the
+/// machine).
+fn deterministic(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    matches!(
+        words.as_slice(),
+        ["vramlab", "plan", ..] | ["vramlab", "docs", ..] | ["vramlab", "presets", ..]
+    ) || (words.starts_with(&["vramlab", "find-batch"])
+        && words.contains(&"--plan")
+        && !words.contains(&"--compare"))
+}
+
+fn measurement_marker(block: &str) -> Mark {
+    let bytes = block.as_bytes();
+    let date = bytes.windows(10).position(|w| {
         w.iter().enumerate().all(|(i, b)| match i {
             4 | 7 => *b == b'-',
             _ => b.is_ascii_digit(),
         })
     });
-    block.to_lowercase().contains("measured") && dated && block.contains('`')
+    let on_a_machine = date.is_some() && MACHINES.iter().any(|machine| block.contains(machine));
+    let mut commands = commands(block).peekable();
+    if !(block.to_lowercase().contains("measured") && on_a_machine && commands.peek().is_some()) {
+        return Mark::None;
+    }
+    if commands.all(deterministic) {
+        Mark::ByAPlan
+    } else {
+        Mark::Measured
+    }
+}
+
+/// What a block of lines (between blank lines) is: a lead-in's mark covers the table or list
+/// that follows it as well as itself.
+fn introduced(block: &str) -> bool {
+    let first = block.trim_start();
+    first.starts_with('|')
+        || first.starts_with("- ")
+        || first.starts_with("* ")
+        || first
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// The figures of `text` with a unit that `figures` do not check (in this tier or, `left`, the
-/// other), in sections (a heading to the next) that hold no measurement marker. Code blocks are
-/// commands, not figures; a line after `<!-- given "TEXT": WHY -->` that holds TEXT states
-/// inputs or limits the code sets (a budget, a cap), not results, and WHY says which.
+/// other), in blocks (paragraphs, tables, list items between blank lines) that hold no
+/// measurement marker and follow no marked lead-in. Code blocks are commands, not figures; a
+/// line after `<!-- given "TEXT": WHY -->` that holds TEXT states inputs or limits the code
+/// sets (a budget, a cap), not results, and WHY says which.
 fn unmarked(
     file: &str,
     text: &str,
@@ -698,12 +981,36 @@ fn unmarked(
         .chain(left_here)
         .collect();
     let mut found = Vec::new();
-    let mut section = Vec::new();
-    let mut marked = false;
+    // The block being read: its text and its figures no check covers.
     let mut block = String::new();
+    let mut pending: Vec<Unmarked> = Vec::new();
+    // Whether the block before this one was marked and leads into a table or list.
+    let mut lead_in = false;
     let mut fenced = false;
     let mut given: Vec<String> = Vec::new();
-    for (index, line) in text.lines().enumerate() {
+    let mut close = |block: &mut String, pending: &mut Vec<Unmarked>, lead_in: &mut bool| {
+        if block.is_empty() {
+            return;
+        }
+        let mark = measurement_marker(block);
+        let covered = mark == Mark::Measured || (*lead_in && introduced(block));
+        if !covered {
+            if mark == Mark::ByAPlan {
+                // The time a plan took is measured; what it prints is not.
+                pending.retain(|figure| !TIMES.contains(&figure.unit));
+                for figure in pending.iter_mut() {
+                    figure.by_a_plan = true;
+                }
+            }
+            found.append(pending);
+        }
+        pending.clear();
+        // Only a marked block leads in: a table after a covered list is not covered.
+        *lead_in = mark == Mark::Measured;
+        block.clear();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    for (index, line) in lines.iter().copied().enumerate() {
         let number = index + 1;
         let trimmed = line.trim();
         if trimmed.starts_with("```") {
@@ -719,39 +1026,55 @@ fn unmarked(
         if fenced || trimmed.starts_with("<!--") {
             continue;
         }
-        if let Some(slot) = given.iter().position(|row| trimmed.contains(row.as_str())) {
-            given.remove(slot);
-            block.push_str(line);
-            block.push('\n');
-            continue;
-        }
         if trimmed.is_empty() || trimmed.starts_with('#') {
-            marked |= measurement_marker(&block);
-            block.clear();
+            close(&mut block, &mut pending, &mut lead_in);
             if trimmed.starts_with('#') {
-                if !marked {
-                    found.append(&mut section);
-                }
-                section.clear();
-                marked = false;
+                lead_in = false;
             }
             continue;
         }
+        // A code span the line before left open goes on into this line.
+        let continues_a_span = block.matches('`').count() % 2 == 1;
         block.push_str(line);
         block.push('\n');
-        for (at, (figure, unit)) in numbers_and_units(line).into_iter().enumerate() {
-            if unit && !checked.contains(&(number, at)) {
-                section.push(Unmarked {
+        if let Some(slot) = given.iter().position(|row| trimmed.contains(row.as_str())) {
+            given.remove(slot);
+            continue;
+        }
+        let read = if continues_a_span {
+            format!("`{line}")
+        } else {
+            line.to_string()
+        };
+        // A number that ends the line takes its unit from the next line's first word.
+        let own = numbers_and_units(&read).len();
+        let next_word = lines
+            .get(index + 1)
+            .filter(|next| {
+                !next.trim().is_empty() && !next.trim_start().starts_with(['<', '#', '|'])
+            })
+            .and_then(|next| next.split_whitespace().next())
+            .unwrap_or_default();
+        let mut outside_code = 0;
+        for (figure, unit, in_code) in numbers_and_units(&format!("{read} {next_word}"))
+            .into_iter()
+            .take(own)
+        {
+            let at = outside_code;
+            outside_code += usize::from(!in_code);
+            let Some(unit) = unit else { continue };
+            if in_code || !checked.contains(&(number, at)) {
+                pending.push(Unmarked {
                     file: file.to_string(),
                     line: number,
                     figure,
+                    by_a_plan: false,
+                    unit,
                 });
             }
         }
     }
-    if !(marked || measurement_marker(&block)) {
-        found.append(&mut section);
-    }
+    close(&mut block, &mut pending, &mut lead_in);
     found
 }
 
@@ -790,10 +1113,40 @@ mod tests {
             ["124,439,808", "24.63", "23.10", "1.85", "1.03", "7"]
         );
         assert_eq!(numbers("1,2 and 3, 4"), ["1", "2", "3", "4"]);
+        // A range of decimals is two numbers; a date, a range of integers and a word are not.
+        assert_eq!(
+            numbers("1.00-1.05, 6-10%, 2026-11-25, 2-core"),
+            ["1.00", "1.05", "6", "2026", "2"]
+        );
     }
 
     #[test]
-    fn a_figure_needs_a_check_or_a_measured_section() {
+    fn every_unit_counts_in_text_and_in_code_spans_but_not_in_commands() {
+        let units = |line: &str| -> Vec<(String, Option<&str>, bool)> { numbers_and_units(line) };
+        // A percentage is a figure; a number in a code span is one unless the span is a
+        // command or a setting.
+        assert_eq!(
+            units("65% of `19.24 GiB`, `vramlab plan --budget 24GiB`, `batch_size=4` 3 cores"),
+            [
+                ("65".to_string(), Some("%"), false),
+                ("19.24".to_string(), Some("GiB"), true),
+                ("3".to_string(), None, false),
+            ]
+        );
+        // The numbers a check line's items take are outside code spans only.
+        assert_eq!(numbers("65% of `19.24 GiB` and 7 s"), ["65", "7"]);
+    }
+
+    /// The figures `unmarked` lists for `page`, as (line, figure).
+    fn listed(page: &str, figures: &[Figure]) -> Vec<(usize, String)> {
+        unmarked("p.md", page, figures, &[])
+            .into_iter()
+            .map(|u| (u.line, u.figure))
+            .collect()
+    }
+
+    #[test]
+    fn a_figure_needs_a_check_or_a_measured_block() {
         let page = "# A\n\n<!-- check: catalog.claims -->\n3 claims in 5 s.\n\n# B\n\nIt took \
                     7 s (measured 2026-11-25 on lavapipe, `vramlab claims`).\n\n# C\n\n2 GiB, \
                     measured once.\n\n```sh\nvramlab --budget 4GiB\n```\n\n# D\n\n<!-- given \
@@ -807,11 +1160,52 @@ mod tests {
             documented: "3".into(),
             computed: "3".into(),
         }];
-        let found: Vec<(usize, String)> = unmarked("p.md", page, &figures, &[])
-            .into_iter()
-            .map(|u| (u.line, u.figure))
+        assert_eq!(
+            listed(page, &figures),
+            [(4, "5".to_string()), (12, "2".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_mark_covers_its_own_block_and_the_table_it_leads_into_and_no_further() {
+        let page = "# A\n\nA step took 7 s (measured 2026-11-25 on lavapipe, `vramlab \
+                    train`):\n\n| step | 8 ms |\n\nThe next paragraph: 9 ms.\n\n| 10 ms |\n\n\
+                    measured 2026-11-25 on the 2-core development machine, `bash .ci/test`:\n\
+                    11 s\n";
+        // The mark covers its paragraph and the table after it; the paragraph after that, and
+        // the table that paragraph leads into, are not covered. A date without a machine or a
+        // command is no mark.
+        assert_eq!(
+            listed(page, &[]),
+            [(7, "9".to_string()), (9, "10".to_string())]
+        );
+        let no_machine = "A step took 7 s (measured 2026-11-25, `vramlab train`).\n";
+        assert_eq!(listed(no_machine, &[]), [(1, "7".to_string())]);
+        let no_command = "A step took 7 s (measured 2026-11-25 on lavapipe).\n";
+        assert_eq!(listed(no_command, &[]), [(1, "7".to_string())]);
+    }
+
+    #[test]
+    fn a_plan_marked_as_measured_is_listed_but_the_time_it_took_is_not() {
+        let page = "The plan holds 14.28 GiB, 0.99x of PyTorch's, and took 26 s (measured \
+                    2026-11-28 on the 2-core development machine, `vramlab plan --preset x`).\n";
+        let found = unmarked("p.md", page, &[], &[]);
+        let figures: Vec<(&str, bool)> = found
+            .iter()
+            .map(|u| (u.figure.as_str(), u.by_a_plan))
             .collect();
-        assert_eq!(found, [(4, "5".to_string()), (12, "2".to_string())]);
+        assert_eq!(figures, [("14.28", true), ("0.99", true)]);
+        // Timed, the same command measures the machine.
+        let timed = page.replace("`vramlab plan", "`/usr/bin/time vramlab plan");
+        assert!(unmarked("p.md", &timed, &[], &[]).is_empty());
+        assert_eq!(measurement_marker(&timed), Mark::Measured);
+        assert_eq!(measurement_marker(page), Mark::ByAPlan);
+    }
+
+    #[test]
+    fn a_unit_on_the_next_line_and_a_code_span_across_lines_are_read() {
+        let page = "from 1.27 to 1.03\nGiB, and `vramlab plan --budget\n24GiB --plan` ran.\n";
+        assert_eq!(listed(page, &[]), [(1, "1.03".to_string())]);
     }
 
     #[test]
@@ -837,6 +1231,9 @@ mod tests {
             Some(&Value::from(5))
         );
         assert_eq!(at_path(&plan, "kept_by_op[op=nope].bytes"), None);
+        assert_eq!(at_path(&plan, "kept_by_op[1].bytes"), Some(&Value::from(5)));
+        assert_eq!(number_at(&plan, "kept_by_op[].bytes").unwrap(), 14.0);
+        assert!(number_at(&plan, "nope[].bytes").is_err());
     }
 
     #[test]
@@ -884,6 +1281,8 @@ mod tests {
             mixed.to_string().contains("mark both or neither"),
             "{mixed}"
         );
+        let itself = item_tier("a.params/a.params", &sources).unwrap_err();
+        assert!(itself.to_string().contains("divided by itself"), "{itself}");
         assert!(DocsTier::Ci.checks(false) && !DocsTier::Ci.checks(true));
         assert!(DocsTier::Full.checks(true) && !DocsTier::Full.checks(false));
     }
