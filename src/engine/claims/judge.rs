@@ -184,7 +184,7 @@ fn costs(metric: Metric, x: &Measure, y: &Measure, bar: f64) -> (Verdict, String
 }
 
 /// A figure the tip must keep (higher is better): on may fall below off by `allowed` (or the
-/// spread, if larger), no more.
+/// spread, if larger); falling by up to twice that holds partly, further does not hold.
 fn keeps(metric: Metric, x: &Measure, y: &Measure, allowed: f64) -> (Verdict, String) {
     let c = compare(metric, x, y);
     let allowed = allowed.max(x.spread()).max(y.spread());
@@ -195,6 +195,16 @@ fn keeps(metric: Metric, x: &Measure, y: &Measure, allowed: f64) -> (Verdict, St
             format!(
                 "{}: within the {} allowed",
                 c.figures,
+                show(metric, allowed)
+            ),
+        )
+    } else if lost <= 2.0 * allowed {
+        (
+            Verdict::HoldsPartly,
+            format!(
+                "{}: {} lower, past the {} allowed",
+                c.figures,
+                show(metric, lost),
                 show(metric, allowed)
             ),
         )
@@ -424,6 +434,42 @@ mod tests {
             Bench::NATIVE,
         );
         assert_eq!(nan.verdict, Verdict::DoesNotHoldHere, "{}", nan.reason);
+    }
+
+    /// A side whose every sample is `median`: no spread.
+    fn exactly(median: f64) -> Measure {
+        Measure {
+            median,
+            q1: median,
+            q3: median,
+            samples: 10,
+            runs: 1,
+        }
+    }
+
+    #[test]
+    fn every_rule_can_say_holds_holds_partly_and_does_not_hold() {
+        let verdicts =
+            |rule: &dyn Fn(&Measure, &Measure) -> (Verdict, String), off: f64, ons: [f64; 3]| {
+                ons.map(|on| rule(&exactly(off), &exactly(on)).0)
+            };
+        let all = [
+            Verdict::Holds,
+            Verdict::HoldsPartly,
+            Verdict::DoesNotHoldHere,
+        ];
+        // A saving to at most 0.6x: 0.5x holds, 0.8x is less than claimed, none does not hold.
+        let saving = |x: &Measure, y: &Measure| saves(Metric::Activations, x, y, 0.6);
+        assert_eq!(verdicts(&saving, 100.0, [50.0, 80.0, 100.0]), all);
+        // A final loss kept within 1.1x: 1.05x holds, 1.15x holds partly, 1.3x does not.
+        let loss = |x: &Measure, y: &Measure| within(Metric::FinalLoss, x, y, 1.1);
+        assert_eq!(verdicts(&loss, 1.0, [1.05, 1.15, 1.3]), all);
+        // A cost of at most 1.6x: 1.4x holds, no cost is less than claimed, 2x does not hold.
+        let cost = |x: &Measure, y: &Measure| costs(Metric::MsPerStep, x, y, 1.6);
+        assert_eq!(verdicts(&cost, 100.0, [140.0, 100.0, 200.0]), all);
+        // An accuracy kept within one point: half a point lower holds, 1.5 points partly, 5 not.
+        let accuracy = |x: &Measure, y: &Measure| keeps(Metric::EvalAccuracy, x, y, 0.01);
+        assert_eq!(verdicts(&accuracy, 0.95, [0.945, 0.935, 0.90]), all);
     }
 
     #[test]
