@@ -25,7 +25,8 @@
 //! `check:` applies to the next line of text, `check "TEXT":` to the next line that contains TEXT
 //! (a table's row, a line inside a paragraph: a comment there would end the table or split the
 //! paragraph): each item, in order, is compared with the next number on that line (numbers in code
-//! spans and glued to a word, as in `f16` or `GPT-2`, are not counted), `_` skips one. An item is a
+//! spans and glued to a word, as in `f16` or `GPT-2`, are not counted; a date is one number, a
+//! range such as `1.00-1.05` two), `_` skips one. An item is a
 //! figure, figures added (`a.x+a.y`), or two of those divided (`a/b`; either may be a number as
 //! written, a figure given from elsewhere; never a figure over itself, which is 1 whatever the
 //! code computes), optionally with a unit it is shown in (`B`, `KiB`, `MiB`, `GiB`, `billion` for
@@ -33,16 +34,18 @@
 //! thousands separators are ignored.
 //!
 //! Measurements (timings, real runs, PyTorch's tracker) cannot be recomputed here: a block (a
-//! paragraph, a table, a list between blank lines) that holds them is marked "measured DATE on
-//! MACHINE" with the command that reproduces them in a code span, and a marked block that leads
-//! into a table or a list marks that one too. A mark whose only commands are plans or estimates
-//! covers the time they took and nothing they print: those figures are the same on every machine
-//! and are checked, never marked. A figure with a unit (bytes, time, a ratio, a percentage; in a
-//! code span too, unless the span is a command or a setting) that no check covers, outside a
-//! marked block, fails the check; `<!-- given "TEXT": WHY -->` exempts the next line holding
-//! TEXT, whose figures are inputs or limits (a budget, a card, a cap, a test's bar) or reference
-//! figures from elsewhere, with WHY. `vramlab docs --unmarked` lists those figures without
-//! computing any plan.
+//! paragraph, a table, one item of a list) that holds them is marked "measured DATE on
+//! MACHINE", the date close after "measured", with the command that reproduces them in a code
+//! span; a marked paragraph leads into the table or the list right after it (and a list right
+//! after that table). A mark whose only commands are plans, planned searches or bench-analytic's
+//! grid covers the time they took (under `time`, the process's memory too) and nothing they
+//! print: those figures are the same on every machine and are checked, never marked. A figure
+//! with a unit (bytes, time, a ratio, a percentage; in a code span too, unless the span is a
+//! command, a flag or one setting) that no check covers, outside a marked block, fails the
+//! check. `<!-- given "TEXT": WHY -->` exempts the figures inside TEXT on a line of the block
+//! after it: inputs or limits (a budget, a card, a cap, a test's bar) or reference figures from
+//! elsewhere, with WHY; a given whose block holds no such line is an error. `vramlab docs
+//! --unmarked` lists those figures without computing any plan.
 //!
 //! The pages' plans model lavapipe's adapter (CI's): where the planning device models another,
 //! a plan figure that differs is listed and does not fail.
@@ -115,7 +118,7 @@ pub fn run(args: &DocsArgs) -> anyhow::Result<()> {
     let mut unmarked_figures = Vec::new();
     for (name, text) in &pages {
         let page = checker.check_page(name, text)?;
-        unmarked_figures.extend(unmarked(name, text, &page, &checker.left));
+        unmarked_figures.extend(unmarked(name, text, &page, &checker.left)?);
         figures.extend(page);
     }
     for unmarked in &unmarked_figures {
@@ -377,8 +380,10 @@ impl Checker {
             let computed = self
                 .compute(item, sources)
                 .with_context(|| format!("{file}:{number}: {item}"))?;
-            let from_plan =
-                referenced(item, sources).any(|(_, source)| source.command.starts_with("plan "));
+            // The grid's figures are plans too.
+            let from_plan = referenced(item, sources)
+                .any(|(_, source)| source.command.starts_with("plan "))
+                || grid_item(item);
             figures.push(Figure {
                 file: file.to_string(),
                 line: number,
@@ -462,8 +467,13 @@ impl Checker {
         }
         let rows = self.grid.as_deref().expect("planned above");
         let parts: Vec<&str> = field.split('.').collect();
-        let of_family = |family: &str| -> Vec<&bench_analytic::Row> {
-            rows.iter().filter(|row| row.family == family).collect()
+        let of_family = |family: &str| -> anyhow::Result<Vec<&bench_analytic::Row>> {
+            let rows: Vec<&bench_analytic::Row> =
+                rows.iter().filter(|row| row.family == family).collect();
+            if rows.is_empty() {
+                bail!("the grid has no family {family:?}");
+            }
+            Ok(rows)
         };
         let count = |rows: Vec<&bench_analytic::Row>, within: bool| {
             let figures = rows.iter().flat_map(|row| &row.figures);
@@ -473,9 +483,11 @@ impl Checker {
         };
         let value = match parts.as_slice() {
             [what @ ("compared" | "within")] => count(rows.iter().collect(), *what == "within"),
-            [family, what @ ("compared" | "within")] => count(of_family(family), *what == "within"),
+            [family, what @ ("compared" | "within")] => {
+                count(of_family(family)?, *what == "within")
+            }
             [family, category, end @ ("min" | "max")] => {
-                let ratios = of_family(family)
+                let ratios = of_family(family)?
                     .into_iter()
                     .flat_map(|row| &row.figures)
                     .filter(|f| f.category == *category && f.compared())
@@ -487,7 +499,7 @@ impl Checker {
             }
             [family, index, category, rest @ ..] => {
                 let index: usize = index.parse().context("a config's number in its family")?;
-                let row = of_family(family)
+                let row = of_family(family)?
                     .into_iter()
                     .nth(index)
                     .ok_or_else(|| anyhow!("{family} has no config {index}"))?;
@@ -630,14 +642,22 @@ fn referenced<'a>(
 fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bool> {
     let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
     // bench-analytic's grid plans 48 configs (minutes): its figures are the full tier's.
-    let grid = expression
-        .split(['/', '+'])
-        .map(str::trim)
-        .any(|term| term.starts_with("grid.") && term != "grid.configs");
+    let grid = grid_item(item);
+    // A figure over itself is 1 whatever the code computes: a check that cannot fail. Two
+    // names for one command are one plan.
+    let resolved = |side: &str| {
+        let side = side.trim();
+        match side.split_once('.') {
+            Some((name, field)) => match sources.get(name) {
+                Some(source) => format!("{} {field}", source.command),
+                None => side.to_string(),
+            },
+            None => side.to_string(),
+        }
+    };
     if let Some((a, b)) = expression.split_once('/')
-        && a.trim() == b.trim()
+        && resolved(a) == resolved(b)
     {
-        // A figure over itself is 1 whatever the code computes: a check that cannot fail.
         bail!("{a} divided by itself is always 1: write the row's base as text, unchecked");
     }
     let tiers: Vec<(&str, bool)> = referenced(item, sources)
@@ -652,6 +672,15 @@ fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bo
         );
     }
     Ok(grid || tiers.iter().any(|(_, full)| *full))
+}
+
+/// Whether an item names one of bench-analytic's grid's figures (not its count of configs).
+fn grid_item(item: &str) -> bool {
+    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
+    expression
+        .split(['/', '+'])
+        .map(str::trim)
+        .any(|term| term.starts_with("grid.") && term != "grid.configs")
 }
 
 /// A check line's row (`"| parameters |"`: the next line holding it; none: the next line) and
@@ -734,9 +763,20 @@ fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
 fn numbers(line: &str) -> Vec<String> {
     numbers_and_units(line)
         .into_iter()
-        .filter(|(_, _, in_code)| !in_code)
-        .map(|(text, _, _)| text)
+        .filter(|found| !found.in_code)
+        .map(|found| found.text)
         .collect()
+}
+
+/// A number as a line shows it.
+#[derive(Debug, PartialEq)]
+struct Found {
+    text: String,
+    /// The unit of [`UNITS`] that follows it, if one does.
+    unit: Option<&'static str>,
+    in_code: bool,
+    /// Where it starts in the line, in characters.
+    at: usize,
 }
 
 /// Units that make a number a figure a reader would take as measured or computed.
@@ -769,52 +809,68 @@ const COMMANDS: &[&str] = &[
     "du",
     "RUSTC_BOOTSTRAP=1",
     "llamafactory-cli",
+    "heaptrack",
 ];
 
-/// Whether a code span states inputs rather than figures: a command, a flag, a field set to a
-/// value (`batch_size=4`, `micro_batch_size: 2`), a path, or a name in code.
+/// Whether a code span states inputs rather than figures: a command, a flag, or one field set
+/// to a value (`batch_size=4`, `micro_batch_size: 2`). Anything else in a code span (a
+/// program's output quoted, a value) is read for figures.
 fn input_span(span: &str) -> bool {
     let span = span.trim();
     let first = span.split_whitespace().next().unwrap_or_default();
+    let setting = |separator: &str| {
+        span.split_once(separator).is_some_and(|(key, value)| {
+            let (key, value) = (key.trim(), value.trim());
+            !key.is_empty()
+                && !key.contains(char::is_whitespace)
+                && !value.is_empty()
+                && !value.contains(char::is_whitespace)
+        })
+    };
     COMMANDS.contains(&first)
         || span.starts_with('-')
-        || span.contains('=')
-        || span.contains(": ")
-        || span.contains('/')
-        || span.contains("::")
-        || span.contains('(')
         || span.contains(" --")
+        || setting("=")
+        || setting(":")
+        || (first.contains('/') && !first.starts_with('/') && span == first)
 }
 
 /// [`numbers`] and the numbers inside code spans that are not commands or settings
 /// ([`input_span`]), each with the unit of [`UNITS`] that follows it (`24.63 GiB`, `1.03x`,
-/// `12%`) and whether it is in a code span.
-fn numbers_and_units(line: &str) -> Vec<(String, Option<&'static str>, bool)> {
+/// `12%`), whether it is in a code span and where it starts.
+fn numbers_and_units(line: &str) -> Vec<Found> {
     let mut found = Vec::new();
-    for (at, segment) in line.split('`').enumerate() {
-        let in_code = at % 2 == 1;
-        if in_code && input_span(segment) {
-            continue;
+    let mut offset = 0;
+    for (index, segment) in line.split('`').enumerate() {
+        let in_code = index % 2 == 1;
+        if !(in_code && input_span(segment)) {
+            found.extend(
+                segment_numbers(segment)
+                    .into_iter()
+                    .map(|(text, unit, at)| Found {
+                        text,
+                        unit,
+                        in_code,
+                        at: offset + at,
+                    }),
+            );
         }
-        found.extend(
-            segment_numbers(segment)
-                .into_iter()
-                .map(|(text, unit)| (text, unit, in_code)),
-        );
+        offset += segment.chars().count() + 1;
     }
     found
 }
 
-/// The numbers of a stretch of text without code spans, each with the unit that follows it.
-fn segment_numbers(text: &str) -> Vec<(String, Option<&'static str>)> {
+/// The numbers of a stretch of text without code spans, each with the unit that follows it and
+/// where it starts. A date (`2026-11-25`) is one number; a range (`1.00-1.05`, `15-30`) two.
+fn segment_numbers(text: &str) -> Vec<(String, Option<&'static str>, usize)> {
     let mut found = Vec::new();
     let chars: Vec<char> = text.chars().collect();
-    // Where the last number with a decimal point ended: `1.00-1.05` is a range of two.
-    let mut decimal_ended = None;
+    // Where the last number ended: a `-` right after it and a digit make a range.
+    let mut last_ended = None;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        let ranged = i > 0 && chars[i - 1] == '-' && decimal_ended == Some(i - 1);
+        let ranged = i > 0 && chars[i - 1] == '-' && last_ended == Some(i - 1);
         let glued =
             i > 0 && !ranged && (chars[i - 1].is_alphanumeric() || "_-^.".contains(chars[i - 1]));
         if !c.is_ascii_digit() || glued {
@@ -840,8 +896,21 @@ fn segment_numbers(text: &str) -> Vec<(String, Option<&'static str>)> {
             }
         }
         let number: String = chars[start..i].iter().collect();
-        decimal_ended = number.contains('.').then_some(i);
         let rest: String = chars[i..].iter().collect();
+        // A date's month and day belong to its year.
+        let date = number.len() == 4
+            && rest.len() >= 6
+            && rest.chars().take(6).enumerate().all(|(n, c)| match n {
+                0 | 3 => c == '-',
+                _ => c.is_ascii_digit(),
+            });
+        if date {
+            found.push((number, None, start));
+            i += 6;
+            last_ended = None;
+            continue;
+        }
+        last_ended = Some(i);
         let ends = |text: &str, unit: &str| {
             text.strip_prefix(unit)
                 .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric()))
@@ -857,7 +926,7 @@ fn segment_numbers(text: &str) -> Vec<(String, Option<&'static str>)> {
                     .find(|unit| **unit != "x" && ends(spaced, unit))
             })
             .copied();
-        found.push((number, unit));
+        found.push((number, unit, start));
         // Skip the rest of a word the number runs into (`8x`, `4kB`): not another number.
         while i < chars.len() && chars[i].is_alphanumeric() {
             i += 1;
@@ -870,6 +939,7 @@ fn segment_numbers(text: &str) -> Vec<(String, Option<&'static str>)> {
 const DOCUMENTED_ADAPTER: &str = "llvmpipe";
 
 /// A figure with a unit that no check covers, in a block no measurement mark covers.
+#[derive(Debug)]
 pub struct Unmarked {
     pub file: String,
     pub line: usize,
@@ -877,6 +947,9 @@ pub struct Unmarked {
     /// Marked as measured by a plan or an estimate, which are checked, not measured.
     pub by_a_plan: bool,
     unit: &'static str,
+    /// The words around the figure (its line and the next): a timed plan's process memory says
+    /// so.
+    around: String,
 }
 
 /// Words that name the machine a measurement was taken on.
@@ -893,18 +966,22 @@ const MACHINES: &[&str] = &[
 /// Units of time: what a plan's own run takes is measured on a machine, unlike its bytes.
 const TIMES: &[&str] = &["ms", "s", "min", "minutes", "seconds", "hours"];
 
+/// What a timed plan measures beside its time: the process's memory.
+const PROCESS_MEMORY: &[&str] = &["process memory", "of memory", "resident", "RSS"];
+
 /// How a block marks its figures.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mark {
     /// No mark: its figures are checked or unmarked.
     None,
-    /// "measured", a date (YYYY-MM-DD), the machine (one of [`MACHINES`]) and, in a code span,
-    /// the command that measures them.
+    /// "measured" and a date (YYYY-MM-DD) close after it, the machine (one of [`MACHINES`])
+    /// and, in a code span, a command that measures them.
     Measured,
-    /// Marked as measured with only a plan or an estimate for its command: the time it took is
-    /// measured, but the bytes, counts and ratios it prints are the same on every machine, so
+    /// Marked as measured with only plans, planned searches or bench-analytic's grid for its
+    /// commands: the time they took is measured (and, `timed` under `time`, the process's
+    /// memory), but the bytes, counts and ratios they print are the same on every machine, so
     /// they are checked, never marked.
-    ByAPlan,
+    ByAPlan { timed: bool },
 }
 
 /// The commands a block names in code spans (a code span whose first word is a command).
@@ -915,62 +992,133 @@ fn commands(block: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// A command without what runs it: `time`, `/usr/bin/time -v`, `VAR=value`. The second is
+/// whether it was timed.
+fn untimed(command: &str) -> (Vec<&str>, bool) {
+    let mut words: Vec<&str> = command.split_whitespace().collect();
+    let mut timed = false;
+    loop {
+        match words.first() {
+            Some(&"time" | &"/usr/bin/time") => {
+                timed = true;
+                words.remove(0);
+                while words.first().is_some_and(|w| w.starts_with('-')) {
+                    words.remove(0);
+                }
+            }
+            Some(word) if word.contains('=') && !word.starts_with('-') => {
+                words.remove(0);
+            }
+            _ => return (words, timed),
+        }
+    }
+}
+
 /// Whether a command computes what every machine computes alike: a plan, a planned search (not
-/// one `--compare`d with real trials), the docs' own check (timing one with `time` measures the
-/// machine).
+/// one `--compare`d with real trials), bench-analytic's grid of plans, the docs' own check. Run
+/// under `time`, the time it took is a measurement; what it prints is not.
 fn deterministic(command: &str) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
+    let (words, _) = untimed(command);
     matches!(
         words.as_slice(),
-        ["vramlab", "plan", ..] | ["vramlab", "docs", ..] | ["vramlab", "presets", ..]
+        ["vramlab", "plan", ..]
+            | ["vramlab", "docs", ..]
+            | ["vramlab", "presets", ..]
+            | ["vramlab", "bench-analytic", ..]
     ) || (words.starts_with(&["vramlab", "find-batch"])
         && words.contains(&"--plan")
         && !words.contains(&"--compare"))
 }
 
-fn measurement_marker(block: &str) -> Mark {
-    let bytes = block.as_bytes();
-    let date = bytes.windows(10).position(|w| {
-        w.iter().enumerate().all(|(i, b)| match i {
-            4 | 7 => *b == b'-',
-            _ => b.is_ascii_digit(),
+/// Whether "measured" is followed closely by a date (YYYY-MM-DD): the phrase "measured
+/// 2026-11-25 on ...", not the two words anywhere in a block.
+fn dated_measurement(block: &str) -> bool {
+    let lower = block.to_lowercase();
+    lower.match_indices("measured").any(|(at, _)| {
+        let close: String = lower[at..].chars().take(60).collect();
+        close.as_bytes().windows(10).any(|w| {
+            w.iter().enumerate().all(|(i, b)| match i {
+                4 | 7 => *b == b'-',
+                _ => b.is_ascii_digit(),
+            })
         })
-    });
-    let on_a_machine = date.is_some() && MACHINES.iter().any(|machine| block.contains(machine));
-    let mut commands = commands(block).peekable();
-    if !(block.to_lowercase().contains("measured") && on_a_machine && commands.peek().is_some()) {
+    })
+}
+
+fn measurement_marker(block: &str) -> Mark {
+    let on_a_machine = MACHINES.iter().any(|machine| block.contains(machine));
+    let commands: Vec<&str> = commands(block).collect();
+    if !(dated_measurement(block) && on_a_machine && !commands.is_empty()) {
         return Mark::None;
     }
-    if commands.all(deterministic) {
-        Mark::ByAPlan
+    if commands.iter().all(|command| deterministic(command)) {
+        Mark::ByAPlan {
+            timed: commands.iter().any(|command| untimed(command).1),
+        }
     } else {
         Mark::Measured
     }
 }
 
-/// What a block of lines (between blank lines) is: a lead-in's mark covers the table or list
-/// that follows it as well as itself.
-fn introduced(block: &str) -> bool {
-    let first = block.trim_start();
-    first.starts_with('|')
-        || first.starts_with("- ")
+/// Whether a block is a table's rows.
+fn table(block: &str) -> bool {
+    block.trim_start().starts_with('|')
+}
+
+/// Whether a line starts a list's item (`- `, `* `, `1. `).
+fn list_item(line: &str) -> bool {
+    let first = line.trim_start();
+    first.starts_with("- ")
         || first.starts_with("* ")
         || first
             .split_once(". ")
             .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The words on either side of the number at `at` (of `len` characters) in `line`, each up to
+/// the next number or 40 characters: what the figure is of ("490 MB of process memory").
+fn words_around(line: &str, at: usize, len: usize) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let before: String = chars[..at.min(chars.len())]
+        .iter()
+        .rev()
+        .take_while(|c| !c.is_ascii_digit())
+        .take(40)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let after: String = chars
+        .iter()
+        .skip(at + len)
+        .take_while(|c| !c.is_ascii_digit())
+        .take(40)
+        .collect();
+    format!("{before} {after}")
+}
+
+/// A `<!-- given "TEXT": WHY -->` waiting for its line in the next block.
+struct Given {
+    text: String,
+    /// The comment's line, for the error when no line of the next block holds TEXT.
+    line: usize,
+    /// Whether a block has begun since the comment: the given belongs to that block.
+    armed: bool,
+}
+
 /// The figures of `text` with a unit that `figures` do not check (in this tier or, `left`, the
-/// other), in blocks (paragraphs, tables, list items between blank lines) that hold no
-/// measurement marker and follow no marked lead-in. Code blocks are commands, not figures; a
-/// line after `<!-- given "TEXT": WHY -->` that holds TEXT states inputs or limits the code
-/// sets (a budget, a cap), not results, and WHY says which.
+/// other), in blocks that hold no measurement mark and follow no marked lead-in. A block is a
+/// paragraph, a table, or one item of a list; a marked paragraph leads into the table, or the
+/// list's items, right after it. Code blocks are commands, not figures. `<!-- given "TEXT":
+/// WHY -->` exempts the figures inside TEXT on a line of the next block (inputs or limits the
+/// code sets, a test's bar, a reference figure from elsewhere), and WHY says which; a given
+/// that finds no such line is an error.
 fn unmarked(
     file: &str,
     text: &str,
     figures: &[Figure],
     left: &[(String, usize, usize)],
-) -> Vec<Unmarked> {
+) -> anyhow::Result<Vec<Unmarked>> {
     let left_here = left
         .iter()
         .filter(|(page, _, _)| page == file)
@@ -984,20 +1132,44 @@ fn unmarked(
     // The block being read: its text and its figures no check covers.
     let mut block = String::new();
     let mut pending: Vec<Unmarked> = Vec::new();
-    // Whether the block before this one was marked and leads into a table or list.
-    let mut lead_in = false;
+    // The mark of the paragraph that leads into this block (a table, or a list's items).
+    let mut lead_in: Option<Mark> = None;
     let mut fenced = false;
-    let mut given: Vec<String> = Vec::new();
-    let mut close = |block: &mut String, pending: &mut Vec<Unmarked>, lead_in: &mut bool| {
+    let mut given: Vec<Given> = Vec::new();
+    let mut close = |block: &mut String,
+                     pending: &mut Vec<Unmarked>,
+                     lead_in: &mut Option<Mark>,
+                     given: &mut Vec<Given>|
+     -> anyhow::Result<()> {
         if block.is_empty() {
-            return;
+            return Ok(());
         }
-        let mark = measurement_marker(block);
-        let covered = mark == Mark::Measured || (*lead_in && introduced(block));
-        if !covered {
-            if mark == Mark::ByAPlan {
-                // The time a plan took is measured; what it prints is not.
-                pending.retain(|figure| !TIMES.contains(&figure.unit));
+        if let Some(waiting) = given.iter().find(|g| g.armed) {
+            bail!(
+                "{file}:{}: a given found no line holding {:?} in the block after it",
+                waiting.line,
+                waiting.text
+            );
+        }
+        let introduced = table(block) || list_item(block);
+        let own = measurement_marker(block);
+        // A table or a list's item takes the mark of the paragraph that leads into it.
+        let mark = match (own, introduced.then_some(*lead_in).flatten()) {
+            (Mark::Measured, _) | (_, Some(Mark::Measured)) => Mark::Measured,
+            (Mark::ByAPlan { timed: a }, Some(Mark::ByAPlan { timed: b })) => {
+                Mark::ByAPlan { timed: a || b }
+            }
+            (Mark::None, Some(led)) => led,
+            (own, _) => own,
+        };
+        if mark != Mark::Measured {
+            if let Mark::ByAPlan { timed } = mark {
+                // The time a plan took is measured, and under `time` its process's memory;
+                // what it prints is not.
+                pending.retain(|figure| {
+                    !(TIMES.contains(&figure.unit)
+                        || (timed && PROCESS_MEMORY.iter().any(|m| figure.around.contains(m))))
+                });
                 for figure in pending.iter_mut() {
                     figure.by_a_plan = true;
                 }
@@ -1005,9 +1177,13 @@ fn unmarked(
             found.append(pending);
         }
         pending.clear();
-        // Only a marked block leads in: a table after a covered list is not covered.
-        *lead_in = mark == Mark::Measured;
+        // A marked paragraph leads in; the table or list after it, and a list after that
+        // table, go on being led; the next paragraph ends it.
+        if !introduced {
+            *lead_in = (own != Mark::None).then_some(own);
+        }
         block.clear();
+        Ok(())
     };
     let lines: Vec<&str> = text.lines().collect();
     for (index, line) in lines.iter().copied().enumerate() {
@@ -1018,34 +1194,55 @@ fn unmarked(
             continue;
         }
         if let Some(rest) = comment(trimmed, "given") {
-            if let Some((Some(row), _)) = check_line(rest) {
-                given.push(row);
-            }
+            let (Some(row), _) = check_line(rest)
+                .ok_or_else(|| anyhow!("{file}:{number}: expected `given \"TEXT\": WHY`"))?
+            else {
+                bail!("{file}:{number}: expected `given \"TEXT\": WHY`");
+            };
+            given.push(Given {
+                text: row,
+                line: number,
+                armed: false,
+            });
             continue;
         }
         if fenced || trimmed.starts_with("<!--") {
             continue;
         }
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            close(&mut block, &mut pending, &mut lead_in);
-            if trimmed.starts_with('#') {
-                lead_in = false;
+        let heading = trimmed.starts_with('#');
+        if trimmed.is_empty() || heading || (list_item(line) && !block.is_empty()) {
+            close(&mut block, &mut pending, &mut lead_in, &mut given)?;
+            if heading {
+                lead_in = None;
             }
-            continue;
+            if trimmed.is_empty() || heading {
+                continue;
+            }
+        }
+        if block.is_empty() {
+            for waiting in &mut given {
+                waiting.armed = true;
+            }
         }
         // A code span the line before left open goes on into this line.
         let continues_a_span = block.matches('`').count() % 2 == 1;
         block.push_str(line);
         block.push('\n');
-        if let Some(slot) = given.iter().position(|row| trimmed.contains(row.as_str())) {
-            given.remove(slot);
-            continue;
-        }
         let read = if continues_a_span {
             format!("`{line}")
         } else {
             line.to_string()
         };
+        // What a given on this line exempts: the characters of its TEXT.
+        let mut exempt: Vec<std::ops::Range<usize>> = Vec::new();
+        given.retain(|waiting| {
+            let Some(byte) = read.find(waiting.text.as_str()) else {
+                return true;
+            };
+            let from = read[..byte].chars().count();
+            exempt.push(from..from + waiting.text.chars().count());
+            false
+        });
         // A number that ends the line takes its unit from the next line's first word.
         let own = numbers_and_units(&read).len();
         let next_word = lines
@@ -1055,27 +1252,43 @@ fn unmarked(
             })
             .and_then(|next| next.split_whitespace().next())
             .unwrap_or_default();
+        let with_next = format!(
+            "{read} {}",
+            lines.get(index + 1).copied().unwrap_or_default()
+        );
         let mut outside_code = 0;
-        for (figure, unit, in_code) in numbers_and_units(&format!("{read} {next_word}"))
+        for found in numbers_and_units(&format!("{read} {next_word}"))
             .into_iter()
             .take(own)
         {
             let at = outside_code;
-            outside_code += usize::from(!in_code);
-            let Some(unit) = unit else { continue };
-            if in_code || !checked.contains(&(number, at)) {
+            outside_code += usize::from(!found.in_code);
+            let Some(unit) = found.unit else { continue };
+            if exempt.iter().any(|range| range.contains(&found.at)) {
+                continue;
+            }
+            if found.in_code || !checked.contains(&(number, at)) {
+                let around = words_around(&with_next, found.at, found.text.chars().count());
                 pending.push(Unmarked {
                     file: file.to_string(),
                     line: number,
-                    figure,
+                    figure: found.text,
                     by_a_plan: false,
                     unit,
+                    around,
                 });
             }
         }
     }
-    close(&mut block, &mut pending, &mut lead_in);
-    found
+    close(&mut block, &mut pending, &mut lead_in, &mut given)?;
+    if let Some(waiting) = given.first() {
+        bail!(
+            "{file}:{}: a given found no line holding {:?}",
+            waiting.line,
+            waiting.text
+        );
+    }
+    Ok(found)
 }
 
 /// `value` as `documented` shows it: as many decimals, thousands separators where it has them.
@@ -1113,24 +1326,33 @@ mod tests {
             ["124,439,808", "24.63", "23.10", "1.85", "1.03", "7"]
         );
         assert_eq!(numbers("1,2 and 3, 4"), ["1", "2", "3", "4"]);
-        // A range of decimals is two numbers; a date, a range of integers and a word are not.
+        // A range is two numbers; a date one, and a word with digits none.
         assert_eq!(
-            numbers("1.00-1.05, 6-10%, 2026-11-25, 2-core"),
-            ["1.00", "1.05", "6", "2026", "2"]
+            numbers("1.00-1.05, 6-10%, 2026-11-25, 2-core, Llama-3.1-8B"),
+            ["1.00", "1.05", "6", "10", "2026", "2"]
         );
     }
 
     #[test]
     fn every_unit_counts_in_text_and_in_code_spans_but_not_in_commands() {
-        let units = |line: &str| -> Vec<(String, Option<&str>, bool)> { numbers_and_units(line) };
+        let units = |line: &str| -> Vec<(String, Option<&str>, bool)> {
+            numbers_and_units(line)
+                .into_iter()
+                .map(|found| (found.text, found.unit, found.in_code))
+                .collect()
+        };
         // A percentage is a figure; a number in a code span is one unless the span is a
-        // command or a setting.
+        // command or one setting: quoted output is read.
         assert_eq!(
-            units("65% of `19.24 GiB`, `vramlab plan --budget 24GiB`, `batch_size=4` 3 cores"),
+            units(
+                "65% of `19.24 GiB`, `vramlab plan --budget 24GiB`, `batch_size=4` 3 cores, \
+                 `the plan of even routing: 72.06 MiB`"
+            ),
             [
                 ("65".to_string(), Some("%"), false),
                 ("19.24".to_string(), Some("GiB"), true),
                 ("3".to_string(), None, false),
+                ("72.06".to_string(), Some("MiB"), true),
             ]
         );
         // The numbers a check line's items take are outside code spans only.
@@ -1140,6 +1362,7 @@ mod tests {
     /// The figures `unmarked` lists for `page`, as (line, figure).
     fn listed(page: &str, figures: &[Figure]) -> Vec<(usize, String)> {
         unmarked("p.md", page, figures, &[])
+            .unwrap()
             .into_iter()
             .map(|u| (u.line, u.figure))
             .collect()
@@ -1150,7 +1373,7 @@ mod tests {
         let page = "# A\n\n<!-- check: catalog.claims -->\n3 claims in 5 s.\n\n# B\n\nIt took \
                     7 s (measured 2026-11-25 on lavapipe, `vramlab claims`).\n\n# C\n\n2 GiB, \
                     measured once.\n\n```sh\nvramlab --budget 4GiB\n```\n\n# D\n\n<!-- given \
-                    \"cap\": the cap the code sets -->\nA cap of 256 MiB.\n";
+                    \"cap of 256 MiB\": the cap the code sets -->\nA cap of 256 MiB.\n";
         let figures = vec![Figure {
             file: "p.md".into(),
             line: 4,
@@ -1183,23 +1406,62 @@ mod tests {
         assert_eq!(listed(no_machine, &[]), [(1, "7".to_string())]);
         let no_command = "A step took 7 s (measured 2026-11-25 on lavapipe).\n";
         assert_eq!(listed(no_command, &[]), [(1, "7".to_string())]);
+        // "measured" and a date far apart are no mark.
+        let scattered = "Never measured, this 7 s: see the notes of the development machine, \
+                         which `git log` dates 2026-11-25.\n";
+        assert_eq!(listed(scattered, &[]), [(1, "7".to_string())]);
+    }
+
+    #[test]
+    fn a_list_item_is_a_block_and_a_marked_paragraph_leads_into_the_whole_list() {
+        let page = "Steps (measured 2026-11-25 on lavapipe, `vramlab train`):\n- 7 s\n- 8 s\n\n\
+                    Other runs:\n- 9 s (measured 2026-11-25 on lavapipe, `vramlab train`)\n\
+                    - 10 s\n";
+        // The lead-in covers both items; a mark in one item covers that item only.
+        assert_eq!(listed(page, &[]), [(7, "10".to_string())]);
+        // A table's notes, a list right after it, are led in with it.
+        let notes = "Runs (measured 2026-11-25 on lavapipe, `vramlab train`):\n\n| 7 s |\n\n\
+                     - 8 s\n\nAnd 9 s.\n";
+        assert_eq!(listed(notes, &[]), [(7, "9".to_string())]);
+    }
+
+    #[test]
+    fn a_given_exempts_the_figures_of_its_text_in_the_next_block_only() {
+        let page = "<!-- given \"within 10%\": the bar -->\nwithin 10% in 7 s\n";
+        assert_eq!(listed(page, &[]), [(2, "7".to_string())]);
+        let elsewhere = "<!-- given \"within 10%\": the bar -->\nA paragraph.\n\nwithin 10%\n";
+        let error = unmarked("p.md", elsewhere, &[], &[]).unwrap_err();
+        assert!(
+            error.to_string().contains("p.md:1: a given found no line"),
+            "{error}"
+        );
     }
 
     #[test]
     fn a_plan_marked_as_measured_is_listed_but_the_time_it_took_is_not() {
         let page = "The plan holds 14.28 GiB, 0.99x of PyTorch's, and took 26 s (measured \
                     2026-11-28 on the 2-core development machine, `vramlab plan --preset x`).\n";
-        let found = unmarked("p.md", page, &[], &[]);
+        let found = unmarked("p.md", page, &[], &[]).unwrap();
         let figures: Vec<(&str, bool)> = found
             .iter()
             .map(|u| (u.figure.as_str(), u.by_a_plan))
             .collect();
         assert_eq!(figures, [("14.28", true), ("0.99", true)]);
-        // Timed, the same command measures the machine.
-        let timed = page.replace("`vramlab plan", "`/usr/bin/time vramlab plan");
-        assert!(unmarked("p.md", &timed, &[], &[]).is_empty());
-        assert_eq!(measurement_marker(&timed), Mark::Measured);
-        assert_eq!(measurement_marker(page), Mark::ByAPlan);
+        assert_eq!(measurement_marker(page), Mark::ByAPlan { timed: false });
+        // Timed, the same command measures its time and its process's memory, and still not
+        // what it prints; nor does bench-analytic's grid of plans.
+        let timed = page
+            .replace("`vramlab plan", "`/usr/bin/time -v vramlab plan")
+            .replace("26 s", "26 s and 490 MB of process memory");
+        assert_eq!(
+            listed(&timed, &[]),
+            [(1, "14.28".to_string()), (1, "0.99".to_string())]
+        );
+        assert_eq!(measurement_marker(&timed), Mark::ByAPlan { timed: true });
+        let grid = page.replace("`vramlab plan --preset x`", "`vramlab bench-analytic`");
+        assert_eq!(listed(&grid, &[]).len(), 2);
+        let ran = page.replace("`vramlab plan --preset x`", "`vramlab train --preset x`");
+        assert_eq!(measurement_marker(&ran), Mark::Measured);
     }
 
     #[test]
@@ -1262,15 +1524,16 @@ mod tests {
 
     #[test]
     fn a_figure_belongs_to_the_tier_of_its_plans_and_may_not_mix_them() {
-        let source = |full_tier| Source {
-            command: "plan --preset gpt2-small".to_string(),
+        let source = |preset: &str, full_tier| Source {
+            command: format!("plan --preset {preset}"),
             full_tier,
         };
         assert_eq!(source_name(" l8-2 (full tier) "), ("l8-2", true));
         assert_eq!(source_name("l8-8"), ("l8-8", false));
         let sources = HashMap::from([
-            ("a".to_string(), source(false)),
-            ("b".to_string(), source(true)),
+            ("a".to_string(), source("gpt2-small", false)),
+            ("b".to_string(), source("big-mlp", true)),
+            ("same-as-a".to_string(), source("gpt2-small", false)),
         ]);
         assert!(!item_tier("a.params", &sources).unwrap());
         assert!(item_tier("b.high_water_in_use_bytes GiB", &sources).unwrap());
@@ -1281,8 +1544,12 @@ mod tests {
             mixed.to_string().contains("mark both or neither"),
             "{mixed}"
         );
-        let itself = item_tier("a.params/a.params", &sources).unwrap_err();
-        assert!(itself.to_string().contains("divided by itself"), "{itself}");
+        // A figure over itself, under one name or two for the same plan.
+        for item in ["a.params/a.params", "same-as-a.params/a.params"] {
+            let itself = item_tier(item, &sources).unwrap_err();
+            assert!(itself.to_string().contains("divided by itself"), "{itself}");
+        }
+        assert!(!item_tier("a.params/same-as-a.high_water_in_use_bytes", &sources).unwrap());
         assert!(DocsTier::Ci.checks(false) && !DocsTier::Ci.checks(true));
         assert!(DocsTier::Full.checks(true) && !DocsTier::Full.checks(false));
     }
