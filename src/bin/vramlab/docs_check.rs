@@ -455,15 +455,12 @@ impl Checker {
     /// `.planned` its bytes.
     fn grid_figure(&mut self, field: &str) -> anyhow::Result<f64> {
         if self.grid.is_none() {
-            if self.planner.is_none() {
-                self.planner = Some(vramlab::engine::device::planner()?);
-            }
-            let planner = self.planner.as_ref().expect("started above");
             eprintln!(
                 "docs --check: planning bench-analytic's grid ({} configs)",
                 GRID.len()
             );
-            self.grid = Some(bench_analytic::rows(planner, &[], |_| {})?);
+            let rows = bench_analytic::rows(self.planner()?, &[], |_| {})?;
+            self.grid = Some(rows);
         }
         let rows = self.grid.as_deref().expect("planned above");
         let parts: Vec<&str> = field.split('.').collect();
@@ -523,6 +520,14 @@ impl Checker {
     /// The JSON of `command`: `plan ARGS`, what `vramlab plan ARGS --json` prints, or
     /// `estimate ARGS`, the analytic model's prediction for the config those flags give (no
     /// plan: cheap for models of billions of parameters).
+    /// The planning device, started the first time a figure needs a plan made here.
+    fn planner(&mut self) -> anyhow::Result<&Gpu> {
+        if self.planner.is_none() {
+            self.planner = Some(vramlab::engine::device::planner()?);
+        }
+        Ok(self.planner.as_ref().expect("started above"))
+    }
+
     fn plan(&mut self, command: &str) -> anyhow::Result<&Value> {
         if !self.plans.contains_key(command) {
             let (kind, flags) = command.split_once(' ').unwrap_or((command, ""));
@@ -534,13 +539,11 @@ impl Checker {
             };
             let config = args.resolve()?;
             let value = match kind {
-                "plan" => {
-                    if self.planner.is_none() {
-                        self.planner = Some(vramlab::engine::device::planner()?);
-                    }
-                    let planner = self.planner.as_ref().expect("started above");
-                    serde_json::to_value(pollster::block_on(plan::plan(&config, planner, |_| {}))?)?
-                }
+                "plan" => serde_json::to_value(pollster::block_on(plan::plan(
+                    &config,
+                    self.planner()?,
+                    |_| {},
+                ))?)?,
                 "estimate" => serde_json::to_value(predict(&config))?,
                 other => bail!("`{command}`: {other:?} computes no figures (plan, estimate)"),
             };
@@ -630,17 +633,15 @@ fn referenced<'a>(
     item: &'a str,
     sources: &'a HashMap<String, Source>,
 ) -> impl Iterator<Item = (&'a str, &'a Source)> {
-    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
-    expression
-        .split(['/', '+'])
-        .filter_map(|part| part.trim().split_once('.'))
+    terms(item)
+        .filter_map(|term| term.split_once('.'))
         .filter_map(|(name, _)| Some((name, sources.get(name)?)))
 }
 
 /// Whether an item is a figure of the full tier's plans: refused when it divides one of them by
 /// a plan of the CI tier, which neither tier alone would plan both of.
 fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bool> {
-    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
+    let expression = expression(item);
     // bench-analytic's grid plans 48 configs (minutes): its figures are the full tier's.
     let grid = grid_item(item);
     // A figure over itself is 1 whatever the code computes: a check that cannot fail. Two
@@ -676,11 +677,18 @@ fn item_tier(item: &str, sources: &HashMap<String, Source>) -> anyhow::Result<bo
 
 /// Whether an item names one of bench-analytic's grid's figures (not its count of configs).
 fn grid_item(item: &str) -> bool {
-    let expression = item.rsplit_once(' ').map_or(item, |(e, _)| e);
-    expression
-        .split(['/', '+'])
-        .map(str::trim)
-        .any(|term| term.starts_with("grid.") && term != "grid.configs")
+    terms(item).any(|term| term.starts_with("grid.") && term != "grid.configs")
+}
+
+/// An item without the unit it is shown in (`a.x/b.y` of `a.x/b.y GiB`).
+fn expression(item: &str) -> &str {
+    item.rsplit_once(' ')
+        .map_or(item, |(expression, _)| expression)
+}
+
+/// The figures an item divides or adds (`a.x`, `b.y`, a number as written), trimmed.
+fn terms(item: &str) -> impl Iterator<Item = &str> {
+    expression(item).split(['/', '+']).map(str::trim)
 }
 
 /// A check line's row (`"| parameters |"`: the next line holding it; none: the next line) and
@@ -1194,9 +1202,7 @@ fn unmarked(
             continue;
         }
         if let Some(rest) = comment(trimmed, "given") {
-            let (Some(row), _) = check_line(rest)
-                .ok_or_else(|| anyhow!("{file}:{number}: expected `given \"TEXT\": WHY`"))?
-            else {
+            let Some((Some(row), _)) = check_line(rest) else {
                 bail!("{file}:{number}: expected `given \"TEXT\": WHY`");
             };
             given.push(Given {
@@ -1243,23 +1249,22 @@ fn unmarked(
             exempt.push(from..from + waiting.text.chars().count());
             false
         });
-        // A number that ends the line takes its unit from the next line's first word.
-        let own = numbers_and_units(&read).len();
-        let next_word = lines
+        // Read with the paragraph's next line after it: a number that ends this line takes
+        // its unit from there, and a figure's words run on into it; its own numbers are the
+        // next line's to count.
+        let next = lines
             .get(index + 1)
+            .copied()
             .filter(|next| {
                 !next.trim().is_empty() && !next.trim_start().starts_with(['<', '#', '|'])
             })
-            .and_then(|next| next.split_whitespace().next())
             .unwrap_or_default();
-        let with_next = format!(
-            "{read} {}",
-            lines.get(index + 1).copied().unwrap_or_default()
-        );
+        let with_next = format!("{read} {next}");
+        let own = read.chars().count();
         let mut outside_code = 0;
-        for found in numbers_and_units(&format!("{read} {next_word}"))
+        for found in numbers_and_units(&with_next)
             .into_iter()
-            .take(own)
+            .take_while(|found| found.at < own)
         {
             let at = outside_code;
             outside_code += usize::from(!found.in_code);
