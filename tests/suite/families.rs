@@ -2,13 +2,14 @@
 //! its estimate counts, trains natively, and takes the fine-tuning recipes its base family does.
 
 use super::support::{TINY_BATCH, config, gpu, loss_ends, run, shared_run};
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::Tensor;
+use burn::module::{Initializer, Module, ModuleVisitor, Param};
+use burn::nn::LinearConfig;
+use burn::tensor::{DType, FloatDType, Tensor};
 use vramlab::engine::config::ModelKind;
 use vramlab::engine::data::Dataset;
 use vramlab::engine::device::planner;
 use vramlab::engine::memory::predict;
-use vramlab::engine::models::Model;
+use vramlab::engine::models::{Drawn, Model};
 use vramlab::engine::{Purpose, Run};
 
 #[test]
@@ -232,4 +233,41 @@ fn phi3_takes_lora_and_per_layer_checkpointing() {
     let (first, last) = loss_ends(&layers, 2);
     println!("sort-phi3 checkpointing layers: loss {first:.4} -> {last:.4}");
     assert!(last < first, "checkpointing layers: loss {first} -> {last}");
+}
+
+/// `models::Drawn` in f16 draws from the distribution burn's f32 initializer uses: a linear
+/// layer's Kaiming-uniform weights inside `1 / sqrt(d_input)`, their mean magnitude half of it;
+/// a norm's ones are ones. In f32 it is burn's own draw.
+#[test]
+fn a_llamas_parameters_are_drawn_in_their_stored_type_from_burns_distribution() {
+    let (_lock, gpu) = gpu();
+    let config = LinearConfig::new(256, 64);
+    let half = Drawn::new(FloatDType::F16, &gpu.device).linear(&config);
+    let weight = half.weight.val();
+    assert_eq!(weight.dtype(), DType::F16);
+    assert_eq!(weight.dims(), [256, 64]);
+    let values = weight
+        .cast(FloatDType::F32)
+        .into_data()
+        .try_to_vec::<f32>()
+        .unwrap();
+    let bound = 1.0 / 16.0;
+    assert!(values.iter().all(|v| v.abs() <= bound * 1.001));
+    let mean_abs = values.iter().map(|v| v.abs()).sum::<f32>() / values.len() as f32;
+    assert!((mean_abs - bound / 2.0).abs() < 0.002, "{mean_abs}");
+
+    let ones = Drawn::new(FloatDType::F16, &gpu.device)
+        .param::<1>(&Initializer::Ones, [8], None, None)
+        .val();
+    assert_eq!(ones.dtype(), DType::F16);
+    let ones = ones
+        .cast(FloatDType::F32)
+        .into_data()
+        .try_to_vec::<f32>()
+        .unwrap();
+    assert_eq!(ones, vec![1.0; 8]);
+
+    let full = Drawn::new(FloatDType::F32, &gpu.device).linear(&config.with_bias(true));
+    assert_eq!(full.weight.val().dtype(), DType::F32);
+    assert_eq!(full.bias.expect("a bias").val().dims(), [64]);
 }

@@ -509,3 +509,36 @@ fn lora_over_an_f16_base_keeps_f32_adapters_unless_asked_and_plans_exactly() {
     assert_eq!(wide.gradient - narrow.gradient, 2 * adapters);
     assert_eq!(wide.optimizer_state - narrow.optimizer_state, 4 * adapters);
 }
+
+/// A llama's 16-bit weights, and the 16-bit base a 4-bit one is quantized from, are drawn in
+/// 16 bits (`models::Drawn`), as PyTorch loads a checkpoint with `torch_dtype=torch.bfloat16`:
+/// under a budget nothing fits, set-up stops asking exactly the stored weights. Drawn in f32 and
+/// cast, it asked for the f32 original of the parameter being cast beside every one cast
+/// before it (a two-block Llama-3.1-8B: 4.85 GiB against 2.90 GiB of weights).
+#[test]
+fn a_llamas_set_up_holds_its_stored_weights_and_nothing_beside_them() {
+    for sets in [
+        &["strategies.weight_dtype=f16"][..],
+        &[
+            "strategies.weight_dtype=q4",
+            "strategies.trainable=lora",
+            "strategies.adapter_dtype=f32",
+        ],
+    ] {
+        let mut args = vec![
+            "plan",
+            "--preset",
+            "sort-llama",
+            "--budget",
+            "1KiB",
+            "--json",
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let plan: Plan = vramlab_json(&args);
+        let oom = plan.out_of_memory.expect("1 KiB holds no model");
+        assert_eq!((oom.step, oom.in_use_bytes), (None, 0), "{sets:?}");
+        assert_eq!(oom.asked_bytes, plan.weight_bytes, "{sets:?}");
+    }
+}

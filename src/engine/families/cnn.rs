@@ -1,7 +1,7 @@
 //! The CNN: two 3x3 convolutions, a 2x2 max-pool, a dense layer and a classifier, over 8x8
 //! images.
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use super::mlp::layer_by_layer;
 use super::{Family, PanelField, panel};
@@ -46,7 +46,7 @@ impl Family for Cnn {
         widths("model.hidden", &model.hidden[..1], limits::WIDTH)
     }
 
-    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device) -> Model {
+    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device, _: FloatDType) -> Model {
         let model = &config.model;
         Model::Cnn(models::Cnn::new(
             [model.channels[0], model.channels[1]],

@@ -2,7 +2,7 @@
 //! rotary positions, a SwiGLU feed-forward, a tied or untied output; and the Hugging Face
 //! configs built as one (`model_type` "llama", "mistral" and "qwen2").
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use super::transformer::attention_backward;
 use super::{Family, PanelField, panel};
@@ -118,10 +118,17 @@ impl Family for Llama {
         attention_tables(config)
     }
 
-    fn build(&self, config: &RunConfig, _data: &Dataset, device: &Device) -> Model {
+    fn build(
+        &self,
+        config: &RunConfig,
+        _data: &Dataset,
+        device: &Device,
+        stored: FloatDType,
+    ) -> Model {
         let model = &config.model;
         Model::Llama(models::Llama::new(
             &LlamaSize {
+                stored,
                 tokens: config.token_rows(),
                 positions: config.position_rows(),
                 width: model.width,

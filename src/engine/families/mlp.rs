@@ -1,6 +1,6 @@
 //! The MLP: dense layers over points, flattened images or a table's features.
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use super::{Family, PanelField, panel};
 use crate::engine::config::{InputKind, RunConfig, limits};
@@ -42,7 +42,7 @@ impl Family for Mlp {
         widths("model.hidden", &model.hidden, limits::WIDTH)
     }
 
-    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device) -> Model {
+    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device, _: FloatDType) -> Model {
         let widths: Vec<usize> = std::iter::once(data.train.inputs.width())
             .chain(config.model.hidden.iter().copied())
             .chain(std::iter::once(data.classes))

@@ -18,7 +18,7 @@ mod qwen3_moe;
 mod recurrent;
 mod transformer;
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use super::config::{InputKind, ModelConfig, RunConfig};
 use super::data::Dataset;
@@ -87,8 +87,17 @@ pub trait Family: Sync {
     /// The family's own fields, checked in the order their errors are reported.
     fn check(&self, config: &RunConfig) -> Result<(), ConfigError>;
 
-    /// The burn module for this (validated) config and data set.
-    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device) -> Model;
+    /// The burn module for this (validated) config and data set. `stored`: the type the
+    /// weights are kept in (f16 when the run halves them); a family that builds published
+    /// checkpoints' shapes draws them in it, as PyTorch loads them (`models::Drawn`), the
+    /// others are built in f32 and halved after, as people write `model.half()`.
+    fn build(
+        &self,
+        config: &RunConfig,
+        data: &Dataset,
+        device: &Device,
+        stored: FloatDType,
+    ) -> Model;
 
     /// The analytic model's per-layer estimates for a batch of `b` samples of `width` inputs
     /// and `classes` outputs (`analytic::data_shape`).

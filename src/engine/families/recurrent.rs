@@ -1,7 +1,7 @@
 //! The GRU and the LSTM: recurrent cells run as cuDNN runs them (`models::stacked_cells`) over
 //! a token embedding, a classifier at the answer's positions.
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use super::{Family, PanelField, panel};
 use crate::engine::config::{InputKind, RunConfig, limits};
@@ -41,7 +41,7 @@ impl Family for Recurrent {
         int_in("model.width", config.model.width, limits::WIDTH)
     }
 
-    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device) -> Model {
+    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device, _: FloatDType) -> Model {
         Model::Recurrent(models::Recurrent::new(
             self.lstm,
             config.data.vocab + 1,

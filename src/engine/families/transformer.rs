@@ -1,7 +1,7 @@
 //! The transformer: an encoder that answers at the query positions, or (`model.decoder`) a
 //! GPT-2-style decoder; and GPT-2's Hugging Face config (`model_type` "gpt2").
 
-use burn::tensor::Device;
+use burn::tensor::{Device, FloatDType};
 
 use super::{Family, PanelField, panel};
 use crate::engine::config::Trainable;
@@ -45,7 +45,7 @@ impl Family for Transformer {
         attention_tables(config)
     }
 
-    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device) -> Model {
+    fn build(&self, config: &RunConfig, data: &Dataset, device: &Device, _: FloatDType) -> Model {
         let model = &config.model;
         Model::Transformer(models::Transformer::new(
             config.token_rows(),

@@ -20,14 +20,13 @@
 use std::sync::Arc;
 
 use burn::module::{Initializer, Module};
-use burn::nn::{
-    Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig, SwiGlu, SwiGluConfig,
-};
+use burn::nn::{Embedding, Linear, LinearConfig, RmsNorm, RmsNormConfig, SwiGlu, SwiGluConfig};
 use burn::tensor::activation::{gelu_approximate, silu, softmax};
-use burn::tensor::{DType, Device, Int, Tensor};
+use burn::tensor::{DType, Device, FloatDType, Int, Tensor};
 
 use super::block::{self, Recompute};
 use super::dense::{Parts, dense, matrices_of, params_of};
+use super::drawn::Drawn;
 use super::hook::{LayerHook, Op, Plain};
 use super::moe::{Experts, ExpertsSize, Routing, RoutingSource};
 use super::rotary::Rotary;
@@ -40,6 +39,8 @@ use crate::engine::ops::{attention, recompute};
 /// The sizes a Llama-style decoder is built from (a Hugging Face config's fields, renamed).
 #[derive(Clone, Debug)]
 pub struct LlamaSize {
+    /// The type the weights are drawn and kept in (`Drawn`).
+    pub stored: FloatDType,
     /// Rows of the token table, and outputs.
     pub tokens: usize,
     /// The longest sequence the rotary table covers.
@@ -201,20 +202,32 @@ impl Llama {
         let head_dim = size.head_dim;
         let q_width = size.heads * head_dim;
         let kv_width = size.kv_heads * head_dim;
+        let drawn = Drawn::new(size.stored, device);
         let linear = |inputs, outputs, bias| {
-            LinearConfig::new(inputs, outputs)
-                .with_bias(bias)
-                .init(device)
+            drawn.linear(&LinearConfig::new(inputs, outputs).with_bias(bias))
         };
         let norm_of = |width| {
+            // The config checks the epsilon; its lazy gamma is replaced before it is drawn.
             let mut norm = RmsNormConfig::new(width)
                 .with_epsilon(size.norm_eps)
                 .init(device);
-            if size.gemma {
-                // Gemma scales by 1 + weight: a weight of 0 starts as the identity scale.
-                norm.gamma = Initializer::Zeros.init([width], device);
-            }
+            // Gemma scales by 1 + weight: a weight of 0 starts as the identity scale.
+            let gamma = match size.gemma {
+                true => Initializer::Zeros,
+                false => Initializer::Ones,
+            };
+            norm.gamma = drawn.param(&gamma, [width], None, None);
             norm
+        };
+        let swiglu = |config: SwiGluConfig| {
+            let linear = LinearConfig::new(config.d_input, config.d_output)
+                .with_bias(config.bias)
+                .with_initializer(config.initializer)
+                .with_layout(config.layout);
+            SwiGlu {
+                linear_inner: drawn.linear(&linear),
+                linear_outer: drawn.linear(&linear),
+            }
         };
         let norm = || norm_of(size.width);
         let head_norm = || size.qk_norm.then(|| norm_of(head_dim));
@@ -238,7 +251,7 @@ impl Llama {
                 post_attention_norm: post_norm(),
                 ff_norm: norm(),
                 gate_up: dense_ff.then(|| match size.fused_projections {
-                    false => GateUp::Separate(SwiGluConfig::new(size.width, size.ff).init(device)),
+                    false => GateUp::Separate(swiglu(SwiGluConfig::new(size.width, size.ff))),
                     true => GateUp::Fused(linear(size.width, 2 * size.ff, false)),
                 }),
                 down: dense_ff.then(|| linear(size.ff, size.width, false)),
@@ -251,7 +264,7 @@ impl Llama {
                             top_k: size.experts_per_token,
                         },
                         routing.clone(),
-                        device,
+                        &drawn,
                     )
                 }),
                 post_ff_norm: post_norm(),
@@ -268,12 +281,17 @@ impl Llama {
         Self {
             // Drawn from N(0, 0.02) as these models' `initializer_range` says: with a tied
             // output, burn's N(0, 1) would start the logits at a scale of sqrt(width).
-            tokens: EmbeddingConfig::new(size.tokens, size.width)
-                .with_initializer(Initializer::Normal {
-                    mean: 0.0,
-                    std: 0.02,
-                })
-                .init(device),
+            tokens: Embedding {
+                weight: drawn.param(
+                    &Initializer::Normal {
+                        mean: 0.0,
+                        std: 0.02,
+                    },
+                    [size.tokens, size.width],
+                    None,
+                    None,
+                ),
+            },
             blocks,
             final_norm: norm(),
             output: (!size.tied).then(|| linear(size.width, size.tokens, false)),

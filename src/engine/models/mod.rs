@@ -3,6 +3,7 @@
 mod block;
 mod cnn;
 mod dense;
+mod drawn;
 mod hook;
 mod llama;
 mod mlp;
@@ -16,10 +17,11 @@ use std::sync::Arc;
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::activation::ActivationConfig;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, FloatDType, Tensor};
 
 pub use cnn::Cnn;
 pub use dense::{AdapterDepth, Parts, TrainableCount, dense};
+pub use drawn::Drawn;
 pub use hook::{LayerHook, Op, Plain};
 pub use llama::{Llama, LlamaSize};
 pub use mlp::Mlp;
@@ -73,9 +75,25 @@ impl Model {
         self.visit(&mut Materialize);
     }
 
-    /// Build the configured model for this data set. The config must have been validated.
+    /// Build the configured model for this data set, its weights in f32. The config must have
+    /// been validated.
     pub fn build(config: &RunConfig, data: &Dataset, device: &Device) -> Self {
-        config.model.kind.family().build(config, data, device)
+        Self::build_stored(config, data, device, FloatDType::F32)
+    }
+
+    /// [`Self::build`] with the weights kept in `stored` (`Hooks::stored_dtype`): a family of
+    /// published checkpoints draws them in it (`Drawn`), the others in f32, to be cast.
+    pub fn build_stored(
+        config: &RunConfig,
+        data: &Dataset,
+        device: &Device,
+        stored: FloatDType,
+    ) -> Self {
+        config
+            .model
+            .kind
+            .family()
+            .build(config, data, device, stored)
     }
 
     /// The output layer and the weight matrices LoRA adapts (`strategies.trainable`).

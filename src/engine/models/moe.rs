@@ -25,6 +25,7 @@ use burn::tensor::activation::{silu, softmax};
 use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use super::dense::dense;
+use super::drawn::Drawn;
 use super::hook::{LayerHook, Op};
 
 /// One expert: a SwiGLU feed-forward (Mixtral's `w1`, `w3`, `w2`; Qwen3-MoE's `gate_proj`,
@@ -342,12 +343,9 @@ pub struct ExpertsSize {
 }
 
 impl Experts {
-    pub fn new(size: &ExpertsSize, routing: Routing, device: &Device) -> Self {
-        let linear = |inputs, outputs| {
-            LinearConfig::new(inputs, outputs)
-                .with_bias(false)
-                .init(device)
-        };
+    pub fn new(size: &ExpertsSize, routing: Routing, drawn: &Drawn) -> Self {
+        let linear =
+            |inputs, outputs| drawn.linear(&LinearConfig::new(inputs, outputs).with_bias(false));
         Self {
             router: linear(size.width, size.experts),
             experts: (0..size.experts)

@@ -63,8 +63,13 @@ impl Strategy for Precision {
         (self.mode != MixedPrecision::Off).then_some(FloatDType::F16)
     }
 
+    fn stored_dtype(&self) -> Option<FloatDType> {
+        (self.mode == MixedPrecision::F16Unscaled).then_some(FloatDType::F16)
+    }
+
     fn prepare_model(&mut self, model: Model) -> Model {
         match self.mode {
+            // A llama is drawn in f16 already (`models::Drawn`); what else is f32 is cast here.
             MixedPrecision::F16Unscaled => half(model),
             _ => model,
         }

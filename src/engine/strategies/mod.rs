@@ -82,6 +82,10 @@ pub trait Strategy {
     fn compute_dtype(&self) -> Option<FloatDType> {
         None
     }
+    /// The float type the weights are kept in from the start, when not f32.
+    fn stored_dtype(&self) -> Option<FloatDType> {
+        None
+    }
     /// The model as built, before its parameters exist on the device.
     fn prepare_model(&mut self, model: Model) -> Model {
         model
@@ -176,7 +180,7 @@ impl Hooks {
             Box::new(checkpointing::Checkpointing::new(config)),
             Box::new(offload::Offload::new(config)),
             // Before the precision, which casts the rest to f16: each body matrix goes from its
-            // f32 initializer straight into blocks.
+            // initializer (in f16 for a llama, `models::Drawn`) straight into blocks.
             Box::new(weight_dtype::QuantizedBase::new(config, &gpu.adapter)),
             Box::new(mixed_precision::Precision::new(config, &gpu.adapter)),
             // After the precision: adapters take the precision their bases were given.
@@ -204,6 +208,14 @@ impl Hooks {
 
     pub fn compute_dtype(&self) -> Option<FloatDType> {
         self.list.iter().find_map(|s| s.compute_dtype())
+    }
+
+    /// The float type the model's weights are built in (`Model::build_stored`).
+    pub fn stored_dtype(&self) -> FloatDType {
+        self.list
+            .iter()
+            .find_map(|s| s.stored_dtype())
+            .unwrap_or(FloatDType::F32)
     }
 
     pub fn prepare_model(&mut self, model: Model) -> Model {

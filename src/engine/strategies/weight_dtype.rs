@@ -115,8 +115,9 @@ impl Strategy for QuantizedBase {
 }
 
 /// `model` with the body's weight matrices (what LoRA adapts, less the output layer) stored in
-/// `format`. Each is created in f32 by its initializer and quantized at once, one at a time, so
-/// no more than one f32 matrix exists beside the quantized ones.
+/// `format`. Each is created by its initializer (in f16 for a llama, `models::Drawn`; in f32
+/// for the others) and quantized at once, one at a time, so no more than one unquantized matrix
+/// exists beside the quantized ones.
 pub fn quantize_body(model: Model, format: BlockFormat) -> (Model, QuantizedWeights) {
     let parts = model.parts();
     let head: HashSet<ParamId> = parts.head.into_iter().collect();
