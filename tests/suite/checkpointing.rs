@@ -40,7 +40,8 @@ fn loss_and_grads(preset: &str, sets: &[&str]) -> (f32, Vec<(Vec<f32>, bool)>) {
         true => data.next_token(),
         false => data,
     };
-    let model = hooks.prepare_model(Model::build(&config, &data, &device));
+    let stored = hooks.stored_dtype();
+    let model = hooks.prepare_model(Model::build(&config, &data, &device, stored));
     let indices: Vec<usize> = (0..config.batch_size).collect();
     let batch = data.train.batch(&indices, data.targets_per_sample, &device);
     let logits = pollster::block_on(model.forward(&batch.inputs, &mut Plain));

@@ -169,7 +169,7 @@ fn the_tiny_phi3_holds_its_projections_fused_as_phi3_does() {
     let gpu = planner().expect("the planning device");
     let data = Dataset::build(&phi3.data, phi3.seed).unwrap();
     let mut matrices = Matrices(Vec::new());
-    Model::build(&phi3, &data, &gpu.device).visit(&mut matrices);
+    Model::build(&phi3, &data, &gpu.device, FloatDType::F32).visit(&mut matrices);
     // Width 64, four heads of 16, two key/value heads, ff 176: one [64, (4 + 2 x 2) x 16]
     // matrix for Q, K and V, one [64, 2 x 176] for the gate and up, as Phi-3's checkpoints.
     let tokens = phi3.token_rows();

@@ -1,6 +1,7 @@
 //! Memory records are real allocator readings and behave as the phases say they should; the
 //! analytic model agrees with them where it claims to.
 
+use burn::tensor::FloatDType;
 use vramlab::engine::data::Dataset;
 use vramlab::engine::memory::predict;
 use vramlab::engine::models::Model;
@@ -117,7 +118,7 @@ fn analytic_parameter_count_is_the_models_own() {
     for preset in playground() {
         let cfg = config(preset.name, &[]);
         let data = Dataset::build(&cfg.data, cfg.seed).unwrap();
-        let model = Model::build(&cfg, &data, &gpu.device);
+        let model = Model::build(&cfg, &data, &gpu.device, FloatDType::F32);
         assert_eq!(
             predict(&cfg).param_count,
             model.param_count() as u64,

@@ -20,8 +20,8 @@ use burn::tensor::{DType, Device, Distribution, FloatDType, Shape, Tensor, Tenso
 /// Draws parameters in `dtype` on `device`.
 #[derive(Clone, Debug)]
 pub struct Drawn {
-    pub dtype: FloatDType,
-    pub device: Device,
+    dtype: FloatDType,
+    device: Device,
 }
 
 impl Drawn {

@@ -75,20 +75,10 @@ impl Model {
         self.visit(&mut Materialize);
     }
 
-    /// Build the configured model for this data set, its weights in f32. The config must have
-    /// been validated.
-    pub fn build(config: &RunConfig, data: &Dataset, device: &Device) -> Self {
-        Self::build_stored(config, data, device, FloatDType::F32)
-    }
-
-    /// [`Self::build`] with the weights kept in `stored` (`Hooks::stored_dtype`): a family of
-    /// published checkpoints draws them in it (`Drawn`), the others in f32, to be cast.
-    pub fn build_stored(
-        config: &RunConfig,
-        data: &Dataset,
-        device: &Device,
-        stored: FloatDType,
-    ) -> Self {
+    /// Build the configured model for this data set, its weights kept in `stored`
+    /// (`Hooks::stored_dtype`): a family of published checkpoints draws them in it (`Drawn`),
+    /// the others in f32, to be cast. The config must have been validated.
+    pub fn build(config: &RunConfig, data: &Dataset, device: &Device, stored: FloatDType) -> Self {
         config
             .model
             .kind

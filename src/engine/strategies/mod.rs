@@ -210,7 +210,7 @@ impl Hooks {
         self.list.iter().find_map(|s| s.compute_dtype())
     }
 
-    /// The float type the model's weights are built in (`Model::build_stored`).
+    /// The float type the model's weights are built in (`Model::build`).
     pub fn stored_dtype(&self) -> FloatDType {
         self.list
             .iter()

@@ -112,7 +112,7 @@ impl Run {
         let device = hooks.training_device(gpu.device.clone().autodiff());
         let mut meter = Meter::new(&device, config.memory_sampling, budget, baseline);
         let stored = hooks.stored_dtype();
-        let model = hooks.prepare_model(Model::build_stored(&config, &data, &device, stored));
+        let model = hooks.prepare_model(Model::build(&config, &data, &device, stored));
         let routing = model.routing();
         model.initialise_params();
         let with_weights = meter.read(Phase::Setup, Site::ModelParameters)?;
