@@ -2,8 +2,8 @@
 //! make, kept when its predicted peak is within the budget. Estimates, and said to be.
 
 use crate::engine::config::{
-    Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MemoryPool, MixedPrecision,
-    OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
+    AdapterDtype, Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MemoryPool,
+    MixedPrecision, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -109,6 +109,34 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     changes
 }
 
+/// What a change needs made with it for the config to be valid: a 4- or 8-bit base keeps
+/// LoRA's factors in f32 (QLoRA's; an f16 factor beside it trains to NaN), so factors kept in
+/// the base's 16 bits (torchtune's) go to f32 with it, as every recipe format's 4-bit base
+/// reads them.
+fn companions(config: &RunConfig, field: &str, value: &str) -> Vec<(&'static str, String)> {
+    let quantizes = field == "strategies.weight_dtype" && matches!(value, "q4" | "q8");
+    if quantizes && config.strategies.adapter_dtype == AdapterDtype::Base {
+        vec![("strategies.adapter_dtype", "f32".into())]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `config` with `field = value` and its companions made, companions first.
+fn with_change(
+    config: &RunConfig,
+    field: &str,
+    value: &str,
+) -> Option<(RunConfig, Vec<(&'static str, String)>)> {
+    let with = companions(config, field, value);
+    let mut changed = config.clone();
+    for (path, v) in &with {
+        changed = apply_override(&changed, &format!("{path}={v}")).ok()?;
+    }
+    let changed = apply_override(&changed, &format!("{field}={value}")).ok()?;
+    Some((changed, with))
+}
+
 /// What the failed run and its device tell the suggestions.
 pub struct Failure {
     pub budget_bytes: u64,
@@ -148,7 +176,7 @@ pub fn what_fits(config: &RunConfig, failure: &Failure) -> (Vec<Suggestion>, u64
         if fits.iter().any(|s: &Suggestion| s.field == field) {
             continue;
         }
-        let Ok(changed) = apply_override(config, &format!("{field}={value}")) else {
+        let Some((changed, with)) = with_change(config, field, &value) else {
             continue;
         };
         if changed.validate_for(failure.purpose).is_err() {
@@ -160,7 +188,10 @@ pub fn what_fits(config: &RunConfig, failure: &Failure) -> (Vec<Suggestion>, u64
                 field: field.to_string(),
                 value,
                 estimated_peak_bytes: Some(peak as u64),
-                with: Vec::new(),
+                with: with
+                    .into_iter()
+                    .map(|(path, v)| format!("{path}={v}"))
+                    .collect(),
             });
         }
     }
@@ -184,7 +215,7 @@ fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<S
         if !replaces_weights && made.iter().any(|(done, _)| *done == field) {
             continue;
         }
-        let Ok(next) = apply_override(&changed, &format!("{field}={value}")) else {
+        let Some((next, with)) = with_change(&changed, field, &value) else {
             continue;
         };
         if next.validate_for(failure.purpose).is_err() {
@@ -196,6 +227,10 @@ fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<S
         }
         (changed, peak) = (next, next_peak);
         made.retain(|(done, _)| *done != field);
+        for (path, v) in with {
+            made.retain(|(done, _)| *done != path);
+            made.push((path, v));
+        }
         made.push((field, value));
         if peak <= failure.budget_bytes as f64 {
             let (field, value) = made.pop().expect("one change was just made");
@@ -211,4 +246,51 @@ fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<S
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::overrides::apply_overrides;
+    use crate::engine::presets::preset;
+
+    /// A LoRA whose factors are in the base's 16 bits (torchtune's `dtype: bf16`) is offered
+    /// a 4-bit base with its factors in f32, the only way vramlab plans one (an f16 factor
+    /// beside a quantized base trains to NaN), and the same change made alone is invalid.
+    #[test]
+    fn a_4_bit_base_comes_with_f32_factors_where_they_were_16_bit() {
+        let config = apply_overrides(
+            preset("llama2-7b").unwrap(),
+            [
+                "strategies.trainable=lora",
+                "strategies.weight_dtype=f16",
+                "strategies.adapter_dtype=base",
+            ],
+        )
+        .unwrap();
+        let alone = apply_override(&config, "strategies.weight_dtype=q4").unwrap();
+        assert!(alone.validate_for(Purpose::Plan).is_err());
+        let quantized = apply_overrides(
+            config.clone(),
+            ["strategies.adapter_dtype=f32", "strategies.weight_dtype=q4"],
+        )
+        .unwrap();
+        let failure = Failure {
+            budget_bytes: predict(&quantized).peak,
+            needed_at_least: 0,
+            live_bytes_fit: false,
+            shader_f16: true,
+            device_pool: MemoryPool::Subslices,
+            purpose: Purpose::Plan,
+        };
+        let (fits, _) = what_fits(&config, &failure);
+        let q4 = fits
+            .iter()
+            .find(|s| s.field == "strategies.weight_dtype")
+            .expect("a 4-bit base is offered");
+        assert_eq!(
+            q4.assignments(),
+            ["strategies.adapter_dtype=f32", "strategies.weight_dtype=q4"]
+        );
+    }
 }

@@ -10,9 +10,6 @@ use vramlab::engine::recipe::{self, Kind, ModelRef, Reading, Recipe};
 use super::support::{vramlab, vramlab_json};
 
 const RECIPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/recipes");
-/// Below what axolotl/lora-8b.yml holds at two blocks of 1,024 tokens (5.58 GiB planned), above
-/// what a smaller micro-batch makes it hold (4.50 GiB).
-const WRITE_BUDGET: &str = "5GiB";
 
 fn parse(path: &str) -> Recipe {
     let text = std::fs::read_to_string(Path::new(RECIPES).join(path)).unwrap();
@@ -334,54 +331,113 @@ fn a_recipe_plans_as_its_flags_and_refuses_by_name() {
     assert!(stderr.contains("line 3, column"), "{stderr}");
 }
 
-/// `--write-recipe`: an Axolotl recipe that does not fit its budget is written back with the
-/// first planned change that fits, as Axolotl's own fields, every comment of the user's kept;
-/// planned again from the written file, it fits.
+/// A recipe of each format written back: its file, the model planned for it, the budget (below
+/// what the recipe plans, above what the first change its format can say plans) and a line that
+/// change writes.
+struct WriteCase {
+    recipe: &'static str,
+    hf_config: Option<&'static str>,
+    layers: &'static str,
+    seq_len: &'static str,
+    budget: &'static str,
+    written: &'static str,
+}
+
+/// Small enough to plan in seconds: a few blocks, a 32,000-token vocabulary (so the blocks, not
+/// the token table, hold what a change saves), short sequences. Each budget is between the
+/// figures `vramlab plan` prints for the recipe and for its change with the same flags.
+const WRITE_CASES: [WriteCase; 4] = [
+    // 1.90 GiB planned; a micro-batch of 1 with twice the accumulation steps: 1.56 GiB.
+    WriteCase {
+        recipe: "axolotl/lora-8b.yml",
+        hf_config: Some("llama-3.1-8b-instruct.json"),
+        layers: "model.layers=2",
+        seq_len: "data.seq_len=1024",
+        budget: "1.75GiB",
+        written: "\nmicro_batch_size: 1\n",
+    },
+    // 1.79 GiB planned; the QLoRA builder (its factors in f32, as vramlab plans a 4-bit
+    // base's): 1.23 GiB.
+    WriteCase {
+        recipe: "torchtune/8B_lora_single_device.yaml",
+        hf_config: None,
+        layers: "model.layers=2",
+        seq_len: "data.seq_len=512",
+        budget: "1.6GiB",
+        written: "\n  _component_: torchtune.models.llama3_1.qlora_llama3_1_8b\n",
+    },
+    // 1.22 GiB planned for the full fine-tune; LoRA: 796 MiB.
+    WriteCase {
+        recipe: "trl/example_config.yaml",
+        hf_config: Some("qwen2-0.5b.json"),
+        layers: "model.layers=2",
+        seq_len: "data.seq_len=256",
+        budget: "1GiB",
+        written: "\nuse_peft: true\n",
+    },
+    // 428 MiB planned; a 4-bit base: 340 MiB.
+    WriteCase {
+        recipe: "llama-factory/qwen3_lora_sft.yaml",
+        hf_config: Some("qwen3-0.6b.json"),
+        layers: "model.layers=4",
+        seq_len: "data.seq_len=512",
+        budget: "390MiB",
+        written: "\nquantization_bit: 4\n",
+    },
+];
+
+/// `--write-recipe`: a recipe of each format that does not fit its budget is written back with
+/// the first planned change that fits, as its project's own fields, every comment of the user's
+/// kept; planned again from the written file, it fits.
 #[test]
 fn a_recipe_that_does_not_fit_is_written_back_as_one_that_fits() {
-    let hf = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/hf/llama-3.1-8b-instruct.json"
-    );
-    let source = format!("{RECIPES}/axolotl/lora-8b.yml");
-    let written = std::env::temp_dir().join("vramlab-written-lora-8b.yml");
-    let _ = std::fs::remove_file(&written);
-    // Two blocks keep the plans short; the budget is below what the recipe needs there.
-    let common = [
-        "--hf-config",
-        hf,
-        "--allow-unmodelled",
-        "--set",
-        "model.layers=2",
-        "--set",
-        "data.seq_len=1024",
-        "--budget",
-        WRITE_BUDGET,
-    ];
-    let mut args = vec!["plan", "--recipe", &source];
-    args.extend(common);
-    let out_path = written.to_str().unwrap();
-    args.extend(["--write-recipe", out_path]);
-    let out = vramlab(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("does not fit") && stderr.contains("wrote "),
-        "{stdout}\n{stderr}"
-    );
+    for case in WRITE_CASES {
+        let source = format!("{RECIPES}/{}", case.recipe);
+        let name = case.recipe.replace('/', "-");
+        let written = std::env::temp_dir().join(format!("vramlab-written-{name}"));
+        let _ = std::fs::remove_file(&written);
+        let hf = case
+            .hf_config
+            .map(|file| format!("{}/tests/data/hf/{file}", env!("CARGO_MANIFEST_DIR")));
+        let mut common = vec!["--allow-unmodelled", "--budget", case.budget];
+        if let Some(hf) = &hf {
+            common.extend(["--hf-config", hf]);
+        }
+        for set in [
+            case.layers,
+            case.seq_len,
+            "model.vocab=32000",
+            "data.vocab=32000",
+        ] {
+            common.extend(["--set", set]);
+        }
+        let mut args = vec!["plan", "--recipe", &source];
+        args.extend(&common);
+        let out_path = written.to_str().unwrap();
+        args.extend(["--write-recipe", out_path]);
+        let out = vramlab(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stdout}\n{stderr}", case.recipe);
+        assert!(
+            stdout.contains("does not fit") && stderr.contains("wrote "),
+            "{}: {stdout}\n{stderr}",
+            case.recipe
+        );
 
-    let before = std::fs::read_to_string(&source).unwrap();
-    let after = std::fs::read_to_string(&written).unwrap();
-    for comment in before.lines().filter(|l| l.trim_start().starts_with('#')) {
-        assert!(after.contains(comment), "{comment:?} lost:\n{after}");
+        let before = std::fs::read_to_string(&source).unwrap();
+        let after = std::fs::read_to_string(&written).unwrap();
+        for comment in before.lines().filter(|l| l.trim_start().starts_with('#')) {
+            assert!(after.contains(comment), "{comment:?} lost:\n{after}");
+        }
+        assert!(after.contains(case.written), "{}:\n{after}", case.recipe);
+        assert!(after.contains("# vramlab: "), "{after}");
+        assert!(after.lines().count() > before.lines().count());
+
+        let mut again = vec!["plan", "--recipe", out_path];
+        again.extend(&common);
+        again.push("--json");
+        let replanned: Plan = vramlab_json(&again);
+        assert_eq!(replanned.fits, Some(true), "{}:\n{after}", case.recipe);
     }
-    assert!(after.contains("# vramlab: was "), "{after}");
-    assert!(after.lines().count() > before.lines().count());
-
-    let mut again = vec!["plan", "--recipe", out_path];
-    again.extend(common);
-    again.push("--json");
-    let replanned: Plan = vramlab_json(&again);
-    assert_eq!(replanned.fits, Some(true), "{after}");
 }

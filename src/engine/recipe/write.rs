@@ -131,6 +131,10 @@ pub fn edits(
                     _ => return Err(unwritable()),
                 }
             }
+            // Made beside a 4- or 8-bit base (the suggestion's companion): every format reads
+            // its quantized base with f32 factors, so the base's own fields say it.
+            "strategies.adapter_dtype"
+                if value == "f32" && changed.strategies.weight_dtype.is_quantized_base() => {}
             "strategies.weight_dtype" if value == "f16" => out.push(match format {
                 Format::Axolotl => edit("bf16", "true"),
                 Format::Trl => edit("dtype", "bfloat16"),
@@ -301,10 +305,15 @@ pub fn apply(recipe: &Recipe, edits: &[Edit], note: &str) -> Result<String, Stri
             format!("{indent}# vramlab: was {}; {note}", field.value.shown()),
         );
     }
+    // Fields added at the top level follow one another at the end, under one comment.
+    let mut top_level_noted = false;
     for e in added {
         match e.path.split_once('.') {
             None => {
-                lines.push(format!("# vramlab: added; {note}"));
+                if !top_level_noted {
+                    lines.push(format!("# vramlab: added; {note}"));
+                    top_level_noted = true;
+                }
                 lines.push(format!("{}: {}", e.path, e.value));
             }
             Some((parent, key)) if !key.contains('.') => {
@@ -507,24 +516,17 @@ mod tests {
             "{written}"
         );
         assert!(written.contains("  # fused: True (vramlab: "), "{written}");
-        // A 4-bit base is the QLoRA builder of the same model.
-        let recipe = Recipe::parse(torchtune).unwrap();
-        let reading = super::super::read(&recipe, &[]).unwrap();
-        let changed = preset("llama2-7b").unwrap();
-        let four = edits(
-            &recipe,
-            &reading,
-            &["strategies.weight_dtype=q4".into()],
-            &changed,
-        )
-        .unwrap();
-        assert_eq!(
-            four,
-            [edit(
-                "model._component_",
-                "torchtune.models.llama3_1.qlora_llama3_1_8b"
-            )]
+        // A 4-bit base is the QLoRA builder of the same model, whose factors torchtune keeps
+        // in bf16 and vramlab in f32 (as the suggestion says with it): the builder says both.
+        let (written, _) = round_trip(
+            torchtune,
+            &["strategies.adapter_dtype=f32", "strategies.weight_dtype=q4"],
         );
+        assert!(
+            written.contains("  _component_: torchtune.models.llama3_1.qlora_llama3_1_8b\n"),
+            "{written}"
+        );
+        assert_eq!(written.matches("# vramlab: was ").count(), 1, "{written}");
 
         let trl = "model_name_or_path:\n  Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nlora_dropout: 0.0\n";
         let (written, _) = round_trip(trl, &["strategies.grad_accumulation=4"]);
