@@ -3,7 +3,7 @@
 
 use crate::engine::config::{
     AdapterDtype, Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MemoryPool,
-    MixedPrecision, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
+    MixedPrecision, Offload, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -87,6 +87,11 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     if matches!(config.optimizer, OptimizerKind::Adam | OptimizerKind::Adamw) {
         changes.push(("optimizer", "adamw8bit".into()));
         changes.push(("optimizer", "adafactor".into()));
+    }
+    // What per-layer checkpointing keeps, on the host (torchtune's and TRL's activation
+    // offloading): the same training, with copies each way a block.
+    if strategies.offload == Offload::None {
+        changes.push(("strategies.offload", "activations".into()));
     }
     for factor in [2, 4, 8, 16, 32] {
         let k = strategies.grad_accumulation * factor;

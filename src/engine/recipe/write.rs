@@ -135,6 +135,13 @@ pub fn edits(
             // its quantized base with f32 factors, so the base's own fields say it.
             "strategies.adapter_dtype"
                 if value == "f32" && changed.strategies.weight_dtype.is_quantized_base() => {}
+            // Axolotl and LLaMA-Factory have no switch vramlab reads as this (Axolotl's
+            // offloading of checkpoints is to disk or via Unsloth's patch).
+            "strategies.offload" if value == "activations" => out.push(match format {
+                Format::Torchtune => edit("enable_activation_offloading", "True"),
+                Format::Trl => edit("activation_offloading", "true"),
+                _ => return Err(unwritable()),
+            }),
             "strategies.weight_dtype" if value == "f16" => out.push(match format {
                 Format::Axolotl => edit("bf16", "true"),
                 Format::Trl => edit("dtype", "bfloat16"),
@@ -528,7 +535,25 @@ mod tests {
         );
         assert_eq!(written.matches("# vramlab: was ").count(), 1, "{written}");
 
+        // Activation offloading, under the checkpointing it needs.
+        let (written, _) = round_trip(
+            torchtune,
+            &[
+                "strategies.checkpointing=layers",
+                "strategies.offload=activations",
+            ],
+        );
+        assert!(
+            written.ends_with("enable_activation_offloading: True\n"),
+            "{written}"
+        );
+
         let trl = "model_name_or_path:\n  Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nlora_dropout: 0.0\n";
+        let (written, _) = round_trip(trl, &["strategies.offload=activations"]);
+        assert!(
+            written.ends_with("\nactivation_offloading: true\n"),
+            "{written}"
+        );
         let (written, _) = round_trip(trl, &["strategies.grad_accumulation=4"]);
         assert!(
             written.contains("per_device_train_batch_size: 2\n"),
