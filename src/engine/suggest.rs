@@ -3,7 +3,7 @@
 
 use crate::engine::config::{
     AdapterDtype, Checkpointing, DataResidency, EvalMode, InputKind, LossBookkeeping, MemoryPool,
-    MixedPrecision, Offload, OpPath, OptimizerKind, RunConfig, Trainable, WeightDtype,
+    MixedPrecision, Offload, OpPath, OptimizerKind, RunConfig, Sharding, Trainable, WeightDtype,
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
@@ -68,6 +68,19 @@ fn candidates(config: &RunConfig, shader_f16: bool) -> Vec<(&'static str, String
     }
     if strategies.mixed_precision == MixedPrecision::Off && shader_f16 {
         changes.push(("strategies.mixed_precision", "f16".into()));
+    }
+    // Over several GPUs, more of the run sharded across them, the mildest first: the same
+    // training, at the collectives' cost in time.
+    if config.gpus > 1 {
+        let more = match strategies.sharding {
+            Sharding::None => &[Sharding::Optimizer, Sharding::Gradients, Sharding::Full][..],
+            Sharding::Optimizer => &[Sharding::Gradients, Sharding::Full][..],
+            Sharding::Gradients => &[Sharding::Full][..],
+            Sharding::Full => &[][..],
+        };
+        for sharding in more {
+            changes.push(("strategies.sharding", sharding.name().into()));
+        }
     }
     // A fine-tune's changes: adapters instead of every weight, the frozen weights in f16 (what
     // QLoRA's quantized base does, at two bytes), an optimizer with less state.

@@ -8,7 +8,8 @@
 // batch and the longest sequence searched as `vramlab find-batch --plan` searches them, a
 // broken config.json refused by field, and two recipes chosen on the panel (Axolotl's and
 // torchtune's QLoRA, torchtune's planned in the CI tier, both with --full) planned as `vramlab
-// plan --recipe` plans them.
+// plan --recipe` plans them, and a recipe that does not fit written back by Export recipe as
+// `vramlab plan --recipe --write-recipe` writes it.
 // Usage: node plans.mjs DIST_DIR OUT_DIR VRAMLAB_BINARY [--full]
 // Without --full (the CI tier) three of the seven plans: the 7B LoRA plan (its wait, its frames,
 // Export image), a fully sharded 7B's share of 8 GPUs and a dropped config.json reproduced by its
@@ -320,6 +321,51 @@ try {
       check(figures(paged) === figures(native), `${run.name}: vramlab plan --recipe ${run.file} plans the page's config and figures to the byte (high-water in use ${native.high_water_in_use_bytes} B)`);
     } catch (e) {
       check(false, `${run.name}: vramlab ${args.join(' ')} failed:\n${e.stdout}${e.stderr}`);
+    }
+  }
+  // A recipe that does not fit, written back (issue 56): Axolotl's 8B LoRA recipe over a
+  // two-block Llama-3.1-8B with a 32,000-token vocabulary (a config.json dropped on the panel,
+  // so the plans take seconds), on a typed 4 GiB card. Export recipe downloads the recipe with
+  // the first fitting change its format can say, byte for byte what `vramlab plan --recipe ...
+  // --write-recipe` writes on the adapter the page modelled.
+  {
+    const small = path.join(out, 'two-block-llama.json');
+    const llama = JSON.parse(fs.readFileSync(path.join(hf, 'llama-3.1-8b-instruct.json'), 'utf8'));
+    fs.writeFileSync(small, JSON.stringify({ ...llama, num_hidden_layers: 2, vocab_size: 32000 }));
+    await page.setInputFiles('[data-testid="plan-config"]', small);
+    await page.waitForFunction(() => document.querySelector('#plan-config-note')?.textContent.startsWith('two-block-llama.json'), null, { timeout: 30_000 }).catch(() => null);
+    const recipe = path.join(recipes, 'axolotl/lora-8b.yml');
+    await page.setChecked('[data-testid="plan-recipe-allow"]', true);
+    await page.setInputFiles('[data-testid="plan-recipe"]', recipe);
+    const read = await page.waitForFunction(() => document.querySelector('#plan-recipe-note p')?.textContent.startsWith('lora-8b.yml'), null, { timeout: 30_000 }).then(() => true).catch(() => false);
+    check(read, `lora-8b.yml is read over two-block-llama.json: "${((await textOf(page, '#plan-recipe-note p')) ?? (await textOf(page, '#plan-recipe-error')) ?? '').slice(0, 120)}"`);
+    await page.selectOption('[data-testid="plan-gpu"]', { label: 'another size (type it)' });
+    await page.fill('#plan-gpu-size', '4GiB');
+    const started = Date.now();
+    await page.click('[data-testid="plan-start"]');
+    await page.waitForSelector('#plan-answer, #plan-error', { timeout: 300_000 });
+    const error = await textOf(page, '#plan-error');
+    const fits = await page.$eval('#plan-answer', (a) => a.dataset.fits).catch(() => null);
+    check(error === null && fits === 'no', `lora-8b.yml: planned in the tab in ${((Date.now() - started) / 1000).toFixed(1)} s, not fitting 4 GiB (${error ?? fits})`);
+    if (error === null && fits === 'no') {
+      const [plan] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export"]')]);
+      const planFile = path.join(out, 'recipe-lora-8b-plan.json');
+      await plan.saveAs(planFile);
+      const [written] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="plan-export-recipe"]')]);
+      const pageFile = path.join(out, written.suggestedFilename());
+      await written.saveAs(pageFile);
+      const said = await textOf(page, '#plan-recipe-exported');
+      check(written.suggestedFilename() === 'lora-8b-fits.yml' && (said ?? '').startsWith('lora-8b-fits.yml: with '), `lora-8b.yml: Export recipe downloads ${written.suggestedFilename()}: "${said}"`);
+      await page.locator('#will-it-fit').screenshot({ path: path.join(out, 'recipe-axolotl-written.png') });
+      const nativeFile = path.join(out, 'native-lora-8b-fits.yml');
+      const args = ['plan', '--recipe', recipe, '--hf-config', small, '--allow-unmodelled', '--budget', '4GiB', '--model-adapter', planFile, '--write-recipe', nativeFile, '--json'];
+      try {
+        execFileSync(vramlab, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        const [fromPage, fromNative] = [pageFile, nativeFile].map((f) => fs.readFileSync(f, 'utf8'));
+        check(fromPage === fromNative && fromPage.includes('# vramlab: was '), `lora-8b.yml: the page's written recipe is vramlab plan --recipe --write-recipe's to the byte (${fromPage.length} bytes)`);
+      } catch (e) {
+        check(false, `lora-8b.yml: vramlab ${args.join(' ')} failed:\n${e.stdout}${e.stderr}`);
+      }
     }
   }
   check(errors.length === 0, `no page errors${errors.length ? `: ${errors.slice(0, 3).join(' | ')}` : ''}`);

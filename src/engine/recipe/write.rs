@@ -142,6 +142,25 @@ pub fn edits(
                 Format::Trl => edit("activation_offloading", "true"),
                 _ => return Err(unwritable()),
             }),
+            // transformers' own `fsdp` argument (TRL's and LLaMA-Factory's), with its
+            // automatic wrapping of each block. Not where the sharding is the DeepSpeed file's
+            // or the launcher's (the change belongs there), nor in Axolotl, whose FSDP needs
+            // its fsdp_config block, nor torchtune's, a recipe of its own.
+            "strategies.sharding" if matches!(value, "full" | "gradients") => {
+                let named_elsewhere = recipe.document.get("deepspeed").is_some()
+                    || (reading.intent.sharding.is_some() && recipe.document.get("fsdp").is_none());
+                match format {
+                    Format::Trl | Format::LlamaFactory if !named_elsewhere => {
+                        let strategy = if value == "full" {
+                            "full_shard"
+                        } else {
+                            "shard_grad_op"
+                        };
+                        out.push(edit("fsdp", format!("{strategy} auto_wrap")));
+                    }
+                    _ => return Err(unwritable()),
+                }
+            }
             "strategies.weight_dtype" if value == "f16" => out.push(match format {
                 Format::Axolotl => edit("bf16", "true"),
                 Format::Trl => edit("dtype", "bfloat16"),
@@ -549,6 +568,13 @@ mod tests {
         );
 
         let trl = "model_name_or_path:\n  Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nlora_dropout: 0.0\n";
+        // Sharding as transformers' `fsdp` argument.
+        let (written, again) = round_trip(trl, &["strategies.sharding=full"]);
+        assert!(
+            written.ends_with("\nfsdp: full_shard auto_wrap\n"),
+            "{written}"
+        );
+        assert!(again.shards);
         let (written, _) = round_trip(trl, &["strategies.offload=activations"]);
         assert!(
             written.ends_with("\nactivation_offloading: true\n"),
