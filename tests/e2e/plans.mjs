@@ -360,7 +360,10 @@ try {
       const nativeFile = path.join(out, 'native-lora-8b-fits.yml');
       const args = ['plan', '--recipe', recipe, '--hf-config', small, '--allow-unmodelled', '--budget', '4GiB', '--model-adapter', planFile, '--write-recipe', nativeFile, '--json'];
       try {
-        execFileSync(vramlab, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        const native = JSON.parse(execFileSync(vramlab, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+        const paged = JSON.parse(fs.readFileSync(planFile, 'utf8'));
+        check(figures(paged) === figures(native) && JSON.stringify(paged.suggestions) === JSON.stringify(native.suggestions),
+          `lora-8b.yml: vramlab plan --recipe plans the page's config, figures and ${native.suggestions.length} planned suggestions to the byte (high-water in use ${native.high_water_in_use_bytes} B)`);
         const [fromPage, fromNative] = [pageFile, nativeFile].map((f) => fs.readFileSync(f, 'utf8'));
         check(fromPage === fromNative && fromPage.includes('# vramlab: was '), `lora-8b.yml: the page's written recipe is vramlab plan --recipe --write-recipe's to the byte (${fromPage.length} bytes)`);
       } catch (e) {

@@ -22,6 +22,18 @@ pub struct Rotary {
 impl Rotary {
     /// Angles `position * theta^(-2i / head_dim)` for `i < head_dim / 2`, over `positions`.
     pub fn new(positions: usize, head_dim: usize, theta: f64, device: &Device) -> Self {
+        // A dry run allocates the same tables and writes nothing: nothing in it reads them, and
+        // a write backs the lazily carved page it lands in with host memory. A model built
+        // after a plan's first (a suggestion's, under a budget) finds the arena's pages sized
+        // to that plan's largest activation, so each table's write cost a page of it (two
+        // 1 GiB pages for a two-block Llama-3.1-8B at 4,096 tokens: 2.2 GB of process
+        // memory, past what the page's wasm worker can hold).
+        if burn::cubecl::dry_run::dry_run() {
+            return Self {
+                cos: Tensor::empty([positions, head_dim], device),
+                sin: Tensor::empty([positions, head_dim], device),
+            };
+        }
         let half = head_dim / 2;
         let mut cos = Vec::with_capacity(positions * head_dim);
         let mut sin = Vec::with_capacity(positions * head_dim);
