@@ -25,9 +25,9 @@ impl Rotary {
         // A dry run allocates the same tables and writes nothing: nothing in it reads them, and
         // a write backs the lazily carved page it lands in with host memory. A model built
         // after a plan's first (a suggestion's, under a budget) finds the arena's pages sized
-        // to that plan's largest activation, so each table's write cost a page of it (two
-        // 1 GiB pages for a two-block Llama-3.1-8B at 4,096 tokens: 2.2 GB of process
-        // memory, past what the page's wasm worker can hold).
+        // to that plan's largest activation, so each table's write cost a page of it (2.1 GB
+        // of such pages for a two-block Llama-3.1-8B at 4,096 tokens, past what the page's
+        // wasm worker can hold).
         if burn::cubecl::dry_run::dry_run() {
             return Self {
                 cos: Tensor::empty([positions, head_dim], device),
