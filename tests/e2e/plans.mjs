@@ -339,6 +339,8 @@ try {
     await page.setInputFiles('[data-testid="plan-recipe"]', recipe);
     const read = await page.waitForFunction(() => document.querySelector('#plan-recipe-note p')?.textContent.startsWith('lora-8b.yml'), null, { timeout: 30_000 }).then(() => true).catch(() => false);
     check(read, `lora-8b.yml is read over two-block-llama.json: "${((await textOf(page, '#plan-recipe-note p')) ?? (await textOf(page, '#plan-recipe-error')) ?? '').slice(0, 120)}"`);
+    const held = await textOf(page, '#plan-config-note');
+    check(held !== null && held.startsWith('two-block-llama.json: llama (') && held.endsWith("; the recipe's model (its notes below)"), `the config.json's note keeps only what it is once the recipe holds the editor: "${held}"`);
     await page.selectOption('[data-testid="plan-gpu"]', { label: 'another size (type it)' });
     await page.fill('#plan-gpu-size', '4GiB');
     const started = Date.now();

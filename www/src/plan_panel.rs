@@ -286,6 +286,17 @@ pub fn PlanPanel(editor: Editor, gpu: PlanGpu) -> impl IntoView {
                         dropped_model.set_value(None);
                         held_model.set_value(None);
                         dropped.set(None);
+                    } else {
+                        // The held config.json's notes spoke of the run the editor held before
+                        // (its weights' type among them); the recipe's note says them of the
+                        // recipe's run, so the config.json's keeps only what it is.
+                        dropped.update(|note| {
+                            if let Some(Ok(text)) = note
+                                && let Some((what, _)) = text.split_once("; ")
+                            {
+                                *text = format!("{what}; the recipe's model (its notes below)");
+                            }
+                        });
                     }
                     let (preset_name, mut config) = (loaded.preset.clone(), loaded.config.clone());
                     config.strategies.offload = Offload::None;
