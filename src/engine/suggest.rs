@@ -9,7 +9,7 @@ use crate::engine::device::Gpu;
 use crate::engine::error::EngineError;
 use crate::engine::memory::predict;
 use crate::engine::outcome::Suggestion;
-use crate::engine::overrides::apply_override;
+use crate::engine::overrides::apply_overrides;
 use crate::engine::validate::Purpose;
 
 /// Give an out-of-memory error its step (`None` while setting up) and what would fit; other
@@ -147,11 +147,12 @@ fn with_change(
     value: &str,
 ) -> Option<(RunConfig, Vec<(&'static str, String)>)> {
     let with = companions(config, field, value);
-    let mut changed = config.clone();
-    for (path, v) in &with {
-        changed = apply_override(&changed, &format!("{path}={v}")).ok()?;
-    }
-    let changed = apply_override(&changed, &format!("{field}={value}")).ok()?;
+    let assignments: Vec<String> = with
+        .iter()
+        .map(|(path, v)| format!("{path}={v}"))
+        .chain(std::iter::once(format!("{field}={value}")))
+        .collect();
+    let changed = apply_overrides(config.clone(), assignments.iter().map(String::as_str)).ok()?;
     Some((changed, with))
 }
 
@@ -269,7 +270,7 @@ fn together(config: &RunConfig, failure: &Failure, calibration: f64) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::overrides::apply_overrides;
+    use crate::engine::overrides::apply_override;
     use crate::engine::presets::preset;
 
     /// A LoRA whose factors are in the base's 16 bits (torchtune's `dtype: bf16`) is offered

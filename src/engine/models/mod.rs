@@ -12,6 +12,7 @@ mod recurrent;
 mod rotary;
 pub mod stacked_cells;
 mod transformer;
+mod upload;
 
 use std::sync::Arc;
 

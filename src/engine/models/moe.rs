@@ -27,6 +27,7 @@ use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
 use super::dense::dense;
 use super::drawn::Drawn;
 use super::hook::{LayerHook, Op};
+use super::upload::uploaded;
 
 /// One expert: a SwiGLU feed-forward (Mixtral's `w1`, `w3`, `w2`; Qwen3-MoE's `gate_proj`,
 /// `up_proj`, `down_proj`).
@@ -486,17 +487,10 @@ impl Dispatch {
             })
             .collect();
         let tokens: Vec<i64> = slots.iter().map(|&slot| slot / top_k as i64).collect();
-        // A dry run allocates the same tensors and writes nothing: a write, like a read (see
-        // `Routing::choose`), would back the lazily carved page it lands in with host memory,
-        // and these are past the small pool's 64 KiB, in an arena page the size of the
-        // largest activation. Nothing in a dry run reads them.
-        let dry_run = burn::cubecl::dry_run::dry_run();
+        // Past the small pool's 64 KiB: unwritten under a dry run (`uploaded`).
         let upload = |values: Vec<i64>| {
             let len = values.len();
-            match dry_run {
-                true => Tensor::<1, Int>::empty([len], device),
-                false => Tensor::<1, Int>::from_data(TensorData::new(values, [len]), device),
-            }
+            uploaded::<1, Int>([len], device, || TensorData::new(values, [len]))
         };
         Self {
             slots: upload(slots),

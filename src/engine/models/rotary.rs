@@ -12,6 +12,8 @@
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 
+use super::upload::uploaded;
+
 #[derive(Module, Debug)]
 pub struct Rotary {
     /// `[positions, head_dim]`: each position's angle per dimension, both halves alike.
@@ -22,35 +24,26 @@ pub struct Rotary {
 impl Rotary {
     /// Angles `position * theta^(-2i / head_dim)` for `i < head_dim / 2`, over `positions`.
     pub fn new(positions: usize, head_dim: usize, theta: f64, device: &Device) -> Self {
-        // A dry run allocates the same tables and writes nothing: nothing in it reads them, and
-        // a write backs the lazily carved page it lands in with host memory. A model built
-        // after a plan's first (a suggestion's, under a budget) finds the arena's pages sized
-        // to that plan's largest activation, so each table's write cost a page of it (2.1 GB
-        // of such pages for a two-block Llama-3.1-8B at 4,096 tokens, past what the page's
-        // wasm worker can hold).
-        if burn::cubecl::dry_run::dry_run() {
-            return Self {
-                cos: Tensor::empty([positions, head_dim], device),
-                sin: Tensor::empty([positions, head_dim], device),
-            };
-        }
         let half = head_dim / 2;
-        let mut cos = Vec::with_capacity(positions * head_dim);
-        let mut sin = Vec::with_capacity(positions * head_dim);
-        for position in 0..positions {
-            for i in 0..head_dim {
-                let frequency = theta.powf(-2.0 * (i % half) as f64 / head_dim as f64);
-                let angle = position as f64 * frequency;
-                cos.push(angle.cos() as f32);
-                sin.push(angle.sin() as f32);
-            }
-        }
-        let table = |values: Vec<f32>| {
-            Tensor::from_data(TensorData::new(values, [positions, head_dim]), device)
+        let frequencies: Vec<f64> = (0..head_dim)
+            .map(|i| theta.powf(-2.0 * (i % half) as f64 / head_dim as f64))
+            .collect();
+        // Each table computed only when it is written (`uploaded`: not under a dry run).
+        let table = |f: fn(f64) -> f64| {
+            uploaded([positions, head_dim], device, || {
+                let values: Vec<f32> = (0..positions)
+                    .flat_map(|position| {
+                        frequencies
+                            .iter()
+                            .map(move |frequency| f(position as f64 * frequency) as f32)
+                    })
+                    .collect();
+                TensorData::new(values, [positions, head_dim])
+            })
         };
         Self {
-            cos: table(cos),
-            sin: table(sin),
+            cos: table(f64::cos),
+            sin: table(f64::sin),
         }
     }
 
