@@ -294,6 +294,77 @@ fn a_sharded_lora_run_keeps_a_shard_of_the_base_and_trains_its_adapters() {
     }
 }
 
+/// QLoRA under full sharding, as FSDP-QLoRA runs it: each GPU keeps its shard of every body
+/// matrix's packed codes and the matrix's block scales whole (bitsandbytes' quant state stays on
+/// every rank), beside the f16 rest and the f32 adapters, sharded; with its parameters on the
+/// host, the GPU keeps none of them and the host all of its share.
+#[test]
+fn a_sharded_qlora_run_keeps_a_shard_of_the_codes_and_its_quant_state_whole() {
+    let (_lock, _) = gpu();
+    let qlora = |gpus: usize, offload: Offload| {
+        // A feed-forward of 256 and 2 key/value heads of 16: every shard's rows divide by the
+        // 4-bit words at 2 and 4 GPUs, so every body matrix stays quantized.
+        let mut config = config(
+            "sort-llama",
+            &[
+                "model.ff=256",
+                "strategies.checkpointing=layers",
+                "strategies.sharding=full",
+                "strategies.trainable=lora",
+                "strategies.weight_dtype=q4",
+            ],
+        );
+        config.gpus = gpus;
+        config.strategies.offload = offload;
+        planned(&config)
+    };
+    let whole = qlora(1, Offload::None);
+    let stored = whole.quantized.expect("a quantized base");
+    assert_eq!(stored.untiled_matrices, 0, "{stored:?}");
+    let sizes = |plan: &Plan| plan.category_sizes.expect("a step's categories");
+    let mut before = sizes(&whole).parameter;
+    for gpus in [2u64, 4] {
+        let plan = qlora(gpus as usize, Offload::None);
+        let share = plan.sharded.expect("sharded");
+        // The whole model's counts, as one GPU's plan gives them.
+        assert_eq!(plan.quantized, Some(stored), "{gpus} GPUs");
+        assert_eq!((share.quantized_values, share.quantized_codes_bytes), (stored.values, stored.packed_bytes));
+        assert_eq!(
+            (plan.params, plan.adapter_params),
+            (whole.params, whole.adapter_params)
+        );
+        // Bytes a GPU keeps: its share of the codes, every block scale, two bytes a value of
+        // the other shards and four an adapter's (a shard each, the ranks dividing evenly).
+        let adapters = share.adapter_values / gpus;
+        let f16_values = share.shard_values - stored.values / gpus - adapters;
+        let expected =
+            stored.packed_bytes / gpus + stored.scale_bytes + 2 * f16_values + 4 * adapters;
+        let now = sizes(&plan).parameter;
+        assert!(
+            (expected..expected + 4096).contains(&now),
+            "{gpus} GPUs: parameters {now} for {expected} bytes of shards and quant state"
+        );
+        assert!(now < before, "{gpus} GPUs: {now} after {before}");
+        before = now;
+        assert!(plan.high_water_in_use_bytes < whole.high_water_in_use_bytes);
+    }
+    // On the host: the GPU keeps what a plan keeps with no parameter at all (the rotary
+    // tables), the host the same shares as above, the adapters' with their gradients and
+    // AdamW's two moments.
+    let on_host = qlora(2, Offload::Parameters);
+    let mut f32_offload = sharded(2, "full");
+    f32_offload.strategies.offload = Offload::Parameters;
+    let none_kept = planned(&f32_offload);
+    assert_eq!(sizes(&on_host).parameter, sizes(&none_kept).parameter);
+    let share = on_host.sharded.expect("sharded");
+    let adapters = share.adapter_values / 2;
+    let f16_values = share.shard_values - stored.values / 2 - adapters;
+    assert_eq!(
+        on_host.host_bytes,
+        Some(stored.packed_bytes / 2 + stored.scale_bytes + 2 * f16_values + 16 * adapters)
+    );
+}
+
 /// Mixed precision under full sharding (FSDP2's `MixedPrecisionPolicy`, f16 for bf16): the
 /// shards, their gradients and AdamW's state stay f32, each gather casts to f16, and no f16
 /// copy of the model is kept beside the shards.
@@ -613,12 +684,6 @@ fn what_sharding_cannot_plan_is_refused_by_name() {
             &["strategies.checkpointing=none"],
             "strategies.checkpointing",
             "planned with layers",
-        ),
-        (
-            "sort-llama",
-            &["strategies.trainable=lora", "strategies.weight_dtype=q4"],
-            "strategies.weight_dtype",
-            "q4 is not yet",
         ),
         (
             "sort-llama",

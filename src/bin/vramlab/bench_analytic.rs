@@ -186,7 +186,7 @@ pub const GRID: &[(&str, &str, &str)] = &[
         "batch_size=1024 optimizer=adamw8bit",
     ),
     // One GPU's share of a sharded run: full sharding, SHARD_GRAD_OP, the parameters offloaded,
-    // data parallel and ZeRO-1.
+    // QLoRA's 4-bit base (its codes sharded, its quant state whole), data parallel and ZeRO-1.
     (
         "sharded",
         "tinyllama-1.1b",
@@ -211,6 +211,13 @@ pub const GRID: &[(&str, &str, &str)] = &[
         "gpus=1 strategies.offload=parameters strategies.trainable=lora \
          strategies.lora_rank=16 strategies.sharding=full data.seq_len=512 \
          strategies.attention=fused strategies.checkpointing=layers",
+    ),
+    (
+        "sharded",
+        "tinyllama-1.1b",
+        "gpus=4 strategies.sharding=full strategies.trainable=lora strategies.lora_rank=16 \
+         strategies.weight_dtype=q4 data.seq_len=512 strategies.attention=fused \
+         strategies.checkpointing=layers",
     ),
     (
         "sharded",

@@ -340,13 +340,28 @@ fn print_quantized(plan: &Plan, q: &QuantizedWeights) {
     } else {
         String::new()
     };
+    let gib = ByteFormat::MIB_OR_GIB;
+    let sharded = plan
+        .sharded
+        .filter(|sharded| sharded.mode.shards_parameters() && q.matrices > 0);
+    let whole = match sharded {
+        // FSDP-QLoRA: the codes cut with the other weights, the quant state on every GPU.
+        Some(sharded) => format!(
+            "{} for the whole model; this GPU keeps its shard of the packed words and every \
+             block scale ({}), as bitsandbytes keeps each layer's quant state on each of the {} \
+             GPUs",
+            gib.of(q.packed_bytes + q.scale_bytes),
+            gib.of(q.scale_bytes),
+            sharded.gpus
+        ),
+        None => gib.of(q.packed_bytes + q.scale_bytes),
+    };
     println!(
-        "  {}: {} body weights in {} ({}), {} in {rest_dtype} (embeddings, norms, biases, \
+        "  {}: {} body weights in {} ({whole}), {} in {rest_dtype} (embeddings, norms, biases, \
          output{untiled}){adapters}",
-        ByteFormat::MIB_OR_GIB.of(plan.weight_bytes),
+        gib.of(plan.weight_bytes),
         count(q.values),
         q.format.describe(),
-        ByteFormat::MIB_OR_GIB.of(q.packed_bytes + q.scale_bytes),
         count(plan.params - q.values),
     );
 }

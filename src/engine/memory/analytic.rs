@@ -164,7 +164,8 @@ pub struct MemoryPrediction {
     /// at once (through autodiff: the whole graph and the logits).
     pub eval_batch: u64,
     /// What else an evaluation finds on the GPU beside the weights and the optimizer state:
-    /// DDP's gradient buckets, a sharded run's gathered root and block.
+    /// DDP's gradient buckets, a sharded run's gathered root (its gathered block comes with the
+    /// batch's layers, in `eval_batch`).
     #[serde(default)]
     pub eval_resident: u64,
     /// The high-water mark: backward (activations and gradients alive together) or evaluation.
@@ -349,33 +350,37 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
     } else {
         0
     };
-    let eval_batch = batch_for(eval_n)
-        + pending_logits
-        + match config.strategies.eval_mode {
-            // Evaluating through autodiff keeps a training-sized graph for every eval batch.
-            EvalMode::Autodiff => {
-                eval_logits
-                    + layers_for(config, eval_n)
-                        .iter()
-                        .map(|l| l.activation_bytes)
-                        .sum::<u64>()
-            }
-            // Without a graph the layers' working set is gone by the time the loss runs: the
-            // loss holds the logits, their log-softmax and one more logit-sized temporary
-            // (GPT-2's 50k-word vocabulary makes that the evaluation's peak).
-            EvalMode::NoGrad => {
-                (inference_bytes(config, eval_n) + dequantized).max(
-                    match config.strategies.cross_entropy {
-                        // An encoder's answers are a slice of its logits, copied before the loss.
-                        OpPath::Naive if !is_decoder(config) => 3 * eval_logits,
-                        // A decoder's loss takes its logits whole: the log-softmax replaces them.
-                        OpPath::Naive => eval_logits,
-                        // The fused loss reads the logits a block of rows at a time.
-                        OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
-                    },
-                )
-            }
-        };
+    // Without a graph the layers' working set is gone by the time the loss runs: the loss holds
+    // the logits, their log-softmax and one more logit-sized temporary (GPT-2's 50k-word
+    // vocabulary makes that the evaluation's peak).
+    let eval_work = EvalWork {
+        batch: batch_for(eval_n),
+        pending: pending_logits,
+        layers: inference_bytes(config, eval_n) + dequantized,
+        loss: match config.strategies.cross_entropy {
+            // An encoder's answers are a slice of its logits, copied before the loss.
+            OpPath::Naive if !is_decoder(config) => 3 * eval_logits,
+            // A decoder's loss takes its logits whole: the log-softmax replaces them.
+            OpPath::Naive => eval_logits,
+            // The fused loss reads the logits a block of rows at a time.
+            OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
+        },
+    };
+    let eval_batch = match config.strategies.eval_mode {
+        // Evaluating through autodiff keeps a training-sized graph for every eval batch.
+        EvalMode::Autodiff => {
+            eval_work.batch
+                + eval_work.pending
+                + eval_logits
+                + layers_for(config, eval_n)
+                    .iter()
+                    .map(|l| l.activation_bytes)
+                    .sum::<u64>()
+        }
+        EvalMode::NoGrad => {
+            eval_work.batch + eval_work.pending + eval_work.layers.max(eval_work.loss)
+        }
+    };
     // Gradients come in the weights' dtype; so does the state of burn's optimizers, but
     // Adafactor's, which is f32 whatever the weights are, and adamw8bit's: 8-bit codes and
     // block scales, or f32 for a small tensor.
@@ -469,8 +474,10 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         // Backward starts with the loss's and the head's gradients (of the gathered head, in
         // the type it was gathered in), before any shard's gradient exists; each block's
         // working set comes beside the shard gradients made.
+        let head = head_grads / weight_bytes.max(1) * gathered_bytes;
         let working = Working {
-            start: (head_grads / weight_bytes.max(1) * gathered_bytes).max(loss_backward),
+            start: head.max(loss_backward),
+            head,
             block: working_set,
         };
         let held = Held {
@@ -479,12 +486,18 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             optimizer_on_host: config.strategies.offload == Offload::Optimizer,
             params_on_host: config.strategies.offload == Offload::Parameters,
         };
+        let eval = match config.strategies.eval_mode {
+            EvalMode::NoGrad => Some(eval_work),
+            EvalMode::Autodiff => None,
+        };
         shard(
             &mut prediction,
             config.gpus as u64,
             gathered_bytes,
+            quantized.as_ref(),
             working,
             held,
+            eval,
         );
     }
     prediction
@@ -511,10 +524,22 @@ fn data_parallel(p: &mut MemoryPrediction, zero: Option<u64>) {
 }
 
 /// Backward's working set beyond what it keeps: at its start (the loss's and the head's
-/// gradients) and in each block's recomputation.
+/// gradients, the head's held to the end of backward, where the root's are reduce-scattered)
+/// and in each block's recomputation.
 struct Working {
     start: u64,
+    head: u64,
     block: u64,
+}
+
+/// A no-grad evaluation batch's terms: the batch, what the batch before it left pending, the
+/// layers' working set (with a quantized weight's dequantized copy) and the loss's.
+#[derive(Clone, Copy)]
+struct EvalWork {
+    batch: u64,
+    pending: u64,
+    layers: u64,
+    loss: u64,
 }
 
 /// What a sharded run holds gathered while backward runs, beside the root's parameters.
@@ -537,12 +562,31 @@ struct Held {
 /// being recomputed and the one before it gathered ahead, or with SHARD_GRAD_OP every block; and
 /// the last reduce-scatter's input) and backward's working set as unsharded. AdamW's foreach step
 /// adds a temporary the size of the local trained parameters.
-fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Working, held: Held) {
+///
+/// A quantized base's matrices are gathered as they are stored (packed words and block scales),
+/// and their scales are kept whole on every GPU beside the sharded codes (bitsandbytes' quant
+/// state under FSDP-QLoRA).
+fn shard(
+    p: &mut MemoryPrediction,
+    gpus: u64,
+    weight_bytes: u64,
+    quantized: Option<&QuantizedBody>,
+    working: Working,
+    held: Held,
+    eval: Option<EvalWork>,
+) {
     let blocks = p.layers.iter().filter(|l| l.block).map(|l| l.params);
     let block_values = blocks.clone().max().unwrap_or(0);
+    let block_count = blocks.clone().count() as u64;
     let body_values = blocks.sum::<u64>();
     let root_values = p.param_count - body_values;
-    p.params = (p.params - p.constants).div_ceil(gpus) + p.constants;
+    // A block gathered: its quantized matrices as stored, the rest in `weight_bytes`.
+    let block_bytes = match quantized {
+        Some(q) => (block_values - q.block_values) * weight_bytes + q.block_bytes,
+        None => block_values * weight_bytes,
+    };
+    let replicated = quantized.map_or(0, |q| q.scale_bytes);
+    p.params = (p.params - p.constants - replicated).div_ceil(gpus) + p.constants + replicated;
     p.grads = p.grads.div_ceil(gpus);
     p.optimizer_state = p.optimizer_state.div_ceil(gpus);
     if held.optimizer_on_host || held.params_on_host {
@@ -555,15 +599,11 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Workin
     let resident = p.params + p.optimizer_state + p.resident_data;
     // Kept from forward to the end of backward, as activations are (and counted with them):
     // the root's gathered parameters, and under SHARD_GRAD_OP every gathered block.
-    let kept = root_values + if held.every_block { body_values } else { 0 };
-    p.activations += kept * weight_bytes;
+    let kept_blocks = if held.every_block { block_count } else { 0 };
+    p.activations += root_values * weight_bytes + kept_blocks * block_bytes;
     let reduce_input = if held.every_weight { block_values } else { 0 };
-    let blocks_gathered = if held.every_block {
-        0
-    } else {
-        2 * block_values
-    };
-    let gathered = (blocks_gathered + reduce_input) * weight_bytes;
+    let blocks_gathered = if held.every_block { 0 } else { 2 };
+    let gathered = blocks_gathered * block_bytes + reduce_input * weight_bytes;
     // Under SHARD_GRAD_OP each block's gathered parameters go as its backward ends, faster
     // than shard gradients come: the mark is the first block's, every block still gathered and
     // one block's gradients made (the root's come with the loss's, in `working.start`).
@@ -573,9 +613,19 @@ fn shard(p: &mut MemoryPrediction, gpus: u64, weight_bytes: u64, working: Workin
             .div_ceil(p.layers.iter().filter(|l| l.block).count().max(1) as u64),
         false => p.grads,
     };
-    let backward = p.activations + gathered + working.start.max(made + working.block);
+    // Backward begins at the loss, before any block is gathered again for its recomputation
+    // (fitted to plans: a sharded LoRA run's mark is there, its blocks' working sets small).
+    let blocks = working.head + gathered + made + working.block;
+    let backward = p.activations + working.start.max(blocks);
     let step = resident + 2 * p.grads;
-    p.eval_resident = (root_values + block_values) * weight_bytes;
+    p.eval_resident = root_values * weight_bytes;
+    match eval {
+        // A no-grad evaluation holds the root gathered throughout, a block gathered with its
+        // layers' working set, and at the loss no block; nothing of the batch before it is
+        // left pending (fitted to plans: bench-analytic's sharded rows).
+        Some(work) => p.eval_batch = work.batch + (block_bytes + work.layers).max(work.loss),
+        None => p.eval_batch += block_bytes,
+    }
     let eval = resident + p.eval_batch + p.eval_resident;
     p.peak = (resident + p.batch + backward).max(step).max(eval);
 }
@@ -587,8 +637,13 @@ struct QuantizedBody {
     values: u64,
     /// Packed words and scales.
     bytes: u64,
+    /// Of which the scales.
+    scale_bytes: u64,
     /// Values of the largest such matrix.
     largest: u64,
+    /// The quantized values and bytes of the largest block (a transformer or llama block).
+    block_values: u64,
+    block_bytes: u64,
 }
 
 impl QuantizedBody {
@@ -597,19 +652,33 @@ impl QuantizedBody {
         let mut body = Self {
             values: 0,
             bytes: 0,
+            scale_bytes: 0,
             largest: 0,
+            block_values: 0,
+            block_bytes: 0,
         };
-        let matrices = layers.iter().filter(|l| !l.head).flat_map(|l| &l.adapted);
-        for &[d_in, d_out] in matrices {
-            let (d_in, d_out) = (d_in as usize, d_out as usize);
-            if format.tile(d_in, d_out).is_none() {
-                continue;
+        let mut largest_block = 0;
+        for layer in layers.iter().filter(|l| !l.head) {
+            let (mut values_here, mut bytes_here) = (0, 0);
+            for &[d_in, d_out] in &layer.adapted {
+                let (d_in, d_out) = (d_in as usize, d_out as usize);
+                if format.tile(d_in, d_out).is_none() {
+                    continue;
+                }
+                let (packed, scales) = format.matrix_bytes(d_in, d_out);
+                let values = (d_in * d_out) as u64;
+                body.values += values;
+                body.bytes += packed + scales;
+                body.scale_bytes += scales;
+                body.largest = body.largest.max(values);
+                values_here += values;
+                bytes_here += packed + scales;
             }
-            let (packed, scales) = format.matrix_bytes(d_in, d_out);
-            let values = (d_in * d_out) as u64;
-            body.values += values;
-            body.bytes += packed + scales;
-            body.largest = body.largest.max(values);
+            if layer.block && layer.params > largest_block {
+                largest_block = layer.params;
+                body.block_values = values_here;
+                body.block_bytes = bytes_here;
+            }
         }
         Some(body)
     }
@@ -711,7 +780,12 @@ impl Trained {
 /// The most a forward pass without a graph holds beside its input and logits, for `n` samples:
 /// each tensor is freed once the next operation has read it.
 fn inference_bytes(config: &RunConfig, n: u64) -> u64 {
-    config.model.kind.family().inference_bytes(config, n)
+    let bytes = config.model.kind.family().inference_bytes(config, n);
+    // Computed in f16 where the training is (as `layers_for` halves what training keeps).
+    match config.strategies.training_precision() {
+        MixedPrecision::Off => bytes,
+        _ => bytes / 2,
+    }
 }
 
 /// What backward holds beside every activation before any is freed, for a micro-batch of `b`:

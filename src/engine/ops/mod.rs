@@ -8,6 +8,7 @@ pub mod attention;
 mod bridge;
 pub mod cross_entropy;
 pub mod host;
+mod quantized_buffer;
 pub mod quantized_linear;
 pub mod recompute;
 pub mod shard;

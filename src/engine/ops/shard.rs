@@ -26,6 +26,13 @@
 //! - Under mixed precision each shard is cast to the compute type before its gather (the
 //!   all-gather's input, freed once it has run) and gradients are reduce-scattered in that
 //!   type, then cast to the shard's, as FSDP2's `MixedPrecisionPolicy` does.
+//! - A quantized base's matrix (`weight_dtype` = `q4`, `q8`: QLoRA under FSDP) is sharded as
+//!   FSDP-QLoRA shards it ([`Packed`]): each GPU keeps its share of the packed codes (with the
+//!   shard's own block scales, cubecl's layout) and the rest of the matrix's scales beside it,
+//!   since bitsandbytes keeps a layer's quant state whole on every rank. Its all-gather's output
+//!   is the whole matrix quantized, codes and scales in one allocation
+//!   (`ops::quantized_buffer`), which each product dequantizes and drops as unsharded QLoRA
+//!   does.
 //!
 //! The values a sharded model computes mean nothing (every rank's shard is this rank's): only
 //! shapes, lifetimes and launches do, which is what a dry run follows. Sharded runs are
@@ -33,12 +40,14 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::tensor::quantization::QuantScheme;
 use burn::tensor::{Device, FloatDType, Tensor};
 
 use super::bridge::{Raw, plain, raw};
+use super::quantized_buffer;
 use super::walk::AdapterDepth;
 
 /// Where one parameter's shard lies in it.
@@ -54,8 +63,41 @@ pub struct Layout {
     pub adapter: bool,
     /// Whether it trains (known once the model is final: [`Shards::new`]).
     pub trains: bool,
-    /// The shard's stored type (known once the model is final), which its gradient takes.
+    /// The shard's stored type (known once the model is final), which its gradient takes; a
+    /// quantized shard's compute type.
     pub dtype: FloatDType,
+    /// A quantized base's matrix: how its shard is stored.
+    pub packed: Option<Packed>,
+}
+
+/// A matrix of a quantized base as FSDP-QLoRA shards it (bitsandbytes' 4-bit codes in a float
+/// storage type, `bnb_4bit_quant_storage`, so that FSDP can cut them): a shard of the codes on
+/// each GPU, and the layer's quant state whole on every one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packed {
+    /// The blocks the shard and the gathered matrix are quantized in (the shard's rows divide
+    /// the matrix's outputs evenly, so its blocks tile both).
+    pub scheme: QuantScheme,
+    /// This GPU's shard: its packed words and their block scales.
+    pub shard_bytes: u64,
+    /// The rest of the matrix's block scales, kept whole beside the shard.
+    pub replicated_bytes: u64,
+    /// The whole matrix's packed words: what its all-gather moves.
+    pub codes_bytes: u64,
+}
+
+/// What every GPU keeps whole beside its shards, for the run: the rest of each quantized
+/// matrix's block scales ([`Packed::replicated_bytes`]), made with the shard they belong to.
+#[derive(Clone, Default)]
+pub struct Replicated(Arc<Mutex<Vec<Tensor<1>>>>);
+
+impl Replicated {
+    pub fn keep(&self, tensor: Tensor<1>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(tensor);
+    }
 }
 
 impl Layout {
@@ -68,6 +110,7 @@ impl Layout {
             adapter: false,
             trains: true,
             dtype: FloatDType::F32,
+            packed: None,
         }
     }
 
@@ -428,6 +471,11 @@ struct MarkTrained<'a>(&'a mut Layouts);
 impl ModuleVisitor for MarkTrained<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if let Some(layout) = self.0.get_mut(&param.id) {
+            // A quantized shard is frozen; its layout has its compute type already.
+            if layout.packed.is_some() {
+                layout.trains = false;
+                return;
+            }
             let value = param.base();
             layout.trains = value.is_require_grad();
             layout.dtype = value.dtype().into();
@@ -448,6 +496,26 @@ impl ModuleMapper for Gather<'_> {
         let ranks = self.shards.ranks;
         let dtype = self.shards.moves.gather_dtype;
         let gpu = self.shards.moves.gpu.as_ref();
+        if let Some(packed) = layout.packed {
+            let full: [usize; D] = layout
+                .full
+                .clone()
+                .try_into()
+                .expect("a layout keeps its parameter's rank");
+            return param.map(|shard| {
+                // From the host, the shard is copied to the GPU first: its own layout, there.
+                let shard = match gpu {
+                    Some(gpu) => {
+                        quantized_buffer::allocated(shard.dims(), packed.scheme, &shard, Some(gpu))
+                    }
+                    None => shard,
+                };
+                // The all-gather's output: the whole matrix's codes, and its block scales beside
+                // them (bitsandbytes reads those from the replicated quant state instead: while a
+                // block is gathered, the plan holds its scales twice).
+                quantized_buffer::allocated(full, packed.scheme, &shard, None)
+            });
+        }
         param.map(|shard| {
             let shard = match gpu {
                 Some(gpu) => copied_to(&shard, gpu),

@@ -53,8 +53,15 @@
 //!   the GPU's shards in place. The GPU keeps no gradient past its reduce-scatter, no optimizer
 //!   state and no step temporary; the host's 16 bytes a trained shard value are computed.
 //!
+//! - A quantized base (`weight_dtype` = `q4`, `q8`) under `full` or `gradients`: QLoRA under
+//!   FSDP as FSDP-QLoRA runs it (bitsandbytes' codes in a 16-bit storage type, so FSDP cuts
+//!   them like any weight): each GPU keeps its shard of each body matrix's packed codes and the
+//!   matrix's whole quant state (its block scales), gathers a block's matrices whole and
+//!   quantized before it runs, and each product dequantizes its weight into a 16-bit temporary
+//!   as unsharded QLoRA does (`ops::shard`, `weight_dtype::quantize_shards`).
+//!
 //! What is not built yet is refused by name: sharding without per-layer checkpointing,
-//! families other than the llama's, mixtures of experts and quantized bases.
+//! families other than the llama's and mixtures of experts.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -71,13 +78,15 @@ use crate::engine::config::{
 use crate::engine::device::Gpu;
 use crate::engine::error::ConfigError;
 use crate::engine::models::Model;
-use crate::engine::ops::shard::{Layout, Layouts, Moves, Shards};
+use crate::engine::layout::BlockFormat;
+use crate::engine::ops::shard::{Layout, Layouts, Moves, Replicated, Shards};
 
 use crate::engine::error::EngineError;
 use crate::engine::memory::meter::Meter;
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 
+use super::weight_dtype::{QuantizedWeights, quantize_shards};
 use super::{Report, Setup, Strategy};
 
 /// What one GPU's plan holds of a run over several GPUs, for the report: sharded, or data
@@ -101,6 +110,12 @@ pub struct ShardedRun {
     /// Values that train, whole: gradients and optimizer state are sharded over these.
     #[serde(default)]
     pub trained_values: u64,
+    /// A quantized base's sharded matrices: their values, whole, and their packed codes' bytes
+    /// (what their all-gathers move: the quant state stays whole on every GPU).
+    #[serde(default)]
+    pub quantized_values: u64,
+    #[serde(default)]
+    pub quantized_codes_bytes: u64,
 }
 
 impl ShardedRun {
@@ -135,7 +150,9 @@ impl ShardedRun {
     /// forward, every block's again for backward (the root's stay gathered), and every trained
     /// gradient.
     fn pass_bytes(&self, weight_bytes: u64, trained_bytes: u64) -> u64 {
-        let weights = (2 * self.model_values - self.root_values) * weight_bytes;
+        // A quantized base's matrices sit in the blocks: gathered twice, as their codes.
+        let float_values = 2 * (self.model_values - self.quantized_values) - self.root_values;
+        let weights = float_values * weight_bytes + 2 * self.quantized_codes_bytes;
         // Adapters sit on the blocks' matrices: gathered for forward and again for backward.
         let adapters = 2 * self.adapter_values * trained_bytes;
         let reduced = self.trained_values * trained_bytes;
@@ -168,6 +185,11 @@ pub struct Sharding {
     host: Option<(Device, Device)>,
     /// The root's own parameter values, whole.
     root_values: usize,
+    /// A quantized base's format (`weight_dtype` = `q4`, `q8`), whose shards are quantized here
+    /// as the model is cut; what they store, whole; and the quant state every GPU keeps whole.
+    quantized_format: Option<BlockFormat>,
+    quantized: Option<QuantizedWeights>,
+    quant_state: Replicated,
 }
 
 impl Sharding {
@@ -194,6 +216,9 @@ impl Sharding {
             ),
             host: host.map(|host| (host, gpu.device.clone())),
             root_values: 0,
+            quantized_format: BlockFormat::of(config.strategies.weight_dtype, adapter.shader_f16),
+            quantized: None,
+            quant_state: Replicated::default(),
         }
     }
 
@@ -211,8 +236,13 @@ pub const HOST_BYTES_A_TRAINED_VALUE: u64 = 16;
 /// What the host keeps of one parameter's shard under `offload = parameters` (FSDP2's
 /// `CPUOffloadPolicy`, whose CPU optimizer steps the shards there): the shard in its stored type
 /// and, when it trains, its gradient and AdamW's two moments in that type too (as PyTorch's
-/// `zeros_like` makes them). Computed from the shard's count, not read from an allocator.
+/// `zeros_like` makes them). Computed from the shard's count, not read from an allocator. A
+/// quantized base's shard is frozen: its packed codes and scales, and the rest of its matrix's
+/// scales (bitsandbytes' quant state, kept whole with the shards).
 pub fn host_bytes_of_shard(layout: &Layout) -> u64 {
+    if let Some(packed) = &layout.packed {
+        return packed.shard_bytes + packed.replicated_bytes;
+    }
     let copies = if layout.trains { 4 } else { 1 };
     layout.shard_values() as u64 * DType::from(layout.dtype).size() as u64 * copies
 }
@@ -316,7 +346,16 @@ impl Strategy for Sharding {
         // Counted whole before the cut: the report's and the traffic's figure.
         self.root_values = model.root_values().unwrap_or(0);
         let host = self.host.as_ref().map(|(host, _)| host.clone());
-        let (model, layouts) = Shards::cut(model, self.gpus, host);
+        let (model, mut layouts) = Shards::cut(model, self.gpus, host);
+        let model = match self.quantized_format {
+            Some(format) => {
+                let (model, stored) =
+                    quantize_shards(model, format, &mut layouts, self.gpus, &self.quant_state);
+                self.quantized = Some(stored);
+                model
+            }
+            None => model,
+        };
         self.layouts = Some(layouts);
         model
     }
@@ -382,6 +421,8 @@ impl Strategy for Sharding {
             adapter_values: counts.adapters,
             trained_values: counts.trainable,
             optimizer_values,
+            quantized_values: 0,
+            quantized_codes_bytes: 0,
         });
         Ok(())
     }
@@ -452,10 +493,19 @@ impl Strategy for Sharding {
             adapter_values: 0,
             trained_values: 0,
             optimizer_values: 0,
+            quantized_values: 0,
+            quantized_codes_bytes: 0,
         };
+        if self.quantized.is_some() {
+            report.quantized = self.quantized;
+        }
         for layout in shards.layouts() {
             let full = layout.full_values() as u64;
             run.shard_values += layout.shard_values() as u64;
+            if let Some(packed) = &layout.packed {
+                run.quantized_values += full;
+                run.quantized_codes_bytes += packed.codes_bytes;
+            }
             match layout.adapter {
                 true => run.adapter_values += full,
                 false => run.model_values += full,
@@ -621,16 +671,6 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
                  fine-tunes run): without it, burn's ops keep the gathered weights for backward \
                  and a gathered block could not be freed after forward as FSDP frees it; got {}",
                 s.checkpointing.name()
-            ),
-        );
-    }
-    if !matches!(s.weight_dtype, WeightDtype::F32 | WeightDtype::F16) {
-        return refuse(
-            "strategies.weight_dtype",
-            format!(
-                "sharding is planned with f32 or f16 weights; {} is not yet (a quantized \
-                 base's blocks would be gathered as FSDP-QLoRA stores them)",
-                s.weight_dtype.name()
             ),
         );
     }

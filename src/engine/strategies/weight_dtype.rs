@@ -38,8 +38,8 @@
 use std::collections::HashSet;
 
 use burn::module::{Module, ModuleMapper, Param, ParamId};
-use burn::tensor::Tensor;
 use burn::tensor::quantization::{QuantScheme, QuantValue};
+use burn::tensor::{DType, FloatDType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::{EvalMode, MixedPrecision, RunConfig, WeightDtype};
@@ -48,6 +48,7 @@ use crate::engine::error::{ConfigError, EngineError};
 pub use crate::engine::layout::BlockFormat;
 use crate::engine::memory::meter::Meter;
 use crate::engine::models::Model;
+use crate::engine::ops::shard::{Layouts, Packed, Replicated};
 use crate::engine::outcome::Site;
 use crate::engine::phase::Phase;
 
@@ -69,6 +70,20 @@ pub struct QuantizedWeights {
 }
 
 impl QuantizedWeights {
+    /// One matrix of `values` stored quantized in `bytes` (its packed words and its scales).
+    fn add(&mut self, values: u64, (packed, scales): (u64, u64)) {
+        self.matrices += 1;
+        self.values += values;
+        self.packed_bytes += packed;
+        self.scale_bytes += scales;
+    }
+
+    /// One body matrix of `values` left in 16 bits.
+    fn add_untiled(&mut self, values: u64) {
+        self.untiled_matrices += 1;
+        self.untiled_values += values;
+    }
+
     fn none(format: BlockFormat) -> Self {
         Self {
             format,
@@ -93,7 +108,12 @@ pub struct QuantizedBase {
 impl QuantizedBase {
     pub fn new(config: &RunConfig, adapter: &AdapterInfo) -> Self {
         Self {
-            format: BlockFormat::of(config.strategies.weight_dtype, adapter.shader_f16),
+            // A model cut into shards has its shards quantized by the sharding, which knows
+            // each matrix's cut ([`quantize_shards`]).
+            format: match config.cuts_into_shards() {
+                true => None,
+                false => BlockFormat::of(config.strategies.weight_dtype, adapter.shader_f16),
+            },
             stored: None,
         }
     }
@@ -110,7 +130,9 @@ impl Strategy for QuantizedBase {
     }
 
     fn report(&self, report: &mut Report) {
-        report.quantized = self.stored;
+        if self.stored.is_some() {
+            report.quantized = self.stored;
+        }
     }
 }
 
@@ -150,18 +172,115 @@ impl ModuleMapper for QuantizeBody {
         let (d_in, d_out) = (shape[0], shape[1]);
         let values = (d_in * d_out) as u64;
         let Some(tile) = self.format.tile(d_in, d_out) else {
-            self.stored.untiled_matrices += 1;
-            self.stored.untiled_values += values;
+            self.stored.add_untiled(values);
             return param;
         };
-        let (packed, scales) = self.format.matrix_bytes(d_in, d_out);
-        self.stored.matrices += 1;
-        self.stored.values += values;
-        self.stored.packed_bytes += packed;
-        self.stored.scale_bytes += scales;
+        self.stored.add(values, self.format.matrix_bytes(d_in, d_out));
         let scheme = self.format.scheme(tile);
         // A quantized tensor has no gradient: the weight is frozen from here.
         param.map(|tensor| in_blocks(tensor, &scheme))
+    }
+}
+
+/// One GPU's shard of `model` across `ranks` GPUs (`ops::shard`, its parameters cut and not yet
+/// made) with the body's matrices stored as FSDP-QLoRA stores them: each shard's codes in
+/// `format`'s blocks (with the shard's own scales), and the rest of the matrix's scales kept
+/// whole beside it in `replicated`, as bitsandbytes keeps a layer's quant state on every rank.
+/// Each shard is made in f16 (f32 without shader-f16) and quantized at once, as unsharded bases
+/// are, and its layout in `layouts` says so ([`Packed`]). A matrix whose outputs the GPUs do not
+/// share evenly, or whose shard no block tiles, stays 16-bit (counted as untiled). The counts
+/// are the whole model's.
+pub fn quantize_shards(
+    model: Model,
+    format: BlockFormat,
+    layouts: &mut Layouts,
+    ranks: usize,
+    replicated: &Replicated,
+) -> (Model, QuantizedWeights) {
+    let parts = model.parts();
+    let head: HashSet<ParamId> = parts.head.into_iter().collect();
+    let body = parts
+        .adapted
+        .into_iter()
+        .filter(|id| !head.contains(id))
+        .collect();
+    let mut mapper = QuantizeShards {
+        format,
+        body,
+        layouts,
+        ranks,
+        replicated,
+        stored: QuantizedWeights::none(format),
+    };
+    let model = model.map(&mut mapper);
+    (model, mapper.stored)
+}
+
+struct QuantizeShards<'a> {
+    format: BlockFormat,
+    body: HashSet<ParamId>,
+    layouts: &'a mut Layouts,
+    ranks: usize,
+    replicated: &'a Replicated,
+    stored: QuantizedWeights,
+}
+
+impl ModuleMapper for QuantizeShards<'_> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        if D != 2 || !self.body.contains(&param.id) {
+            return param;
+        }
+        let layout = self
+            .layouts
+            .get_mut(&param.id)
+            .expect("every parameter of a cut model has its layout");
+        let (d_in, d_out, rows) = (layout.full[0], layout.full[1], layout.rows);
+        let values = (d_in * d_out) as u64;
+        let tile = match d_out.is_multiple_of(self.ranks) {
+            true => self.format.tile(d_in, rows),
+            false => None,
+        };
+        let Some(tile) = tile else {
+            self.stored.add_untiled(values);
+            return param;
+        };
+        let (codes, scales) = self.format.matrix_bytes(d_in, d_out);
+        let (shard_codes, shard_scales) = self.format.matrix_bytes(d_in, rows);
+        self.stored.add(values, (codes, scales));
+        let scheme = self.format.scheme(tile);
+        let dtype = match self.format.scale_bytes {
+            2 => FloatDType::F16,
+            _ => FloatDType::F32,
+        };
+        layout.dtype = dtype;
+        let dtype = DType::from(dtype);
+        layout.packed = Some(Packed {
+            scheme,
+            shard_bytes: shard_codes + shard_scales,
+            replicated_bytes: scales - shard_scales,
+            codes_bytes: codes,
+        });
+        let rest = ((scales - shard_scales) / self.format.scale_bytes as u64) as usize;
+        let replicated = self.replicated.clone();
+        let shape: [usize; D] = [d_in, rows]
+            .to_vec()
+            .try_into()
+            .expect("a body matrix has two dims");
+        // The f32 shard the cut would make is never made: the quantized one replaces it.
+        Param::uninitialized(
+            param.id,
+            move |device, _| {
+                let shard = in_blocks(Tensor::<D>::zeros(shape, (device, dtype)), &scheme);
+                if rest > 0 {
+                    let plain = device.clone().without_autodiff();
+                    replicated.keep(Tensor::empty([rest], (&plain, dtype)));
+                }
+                shard
+            },
+            param.lazy_device(),
+            false,
+            shape.into(),
+        )
     }
 }
 
