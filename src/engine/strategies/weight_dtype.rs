@@ -141,13 +141,7 @@ impl Strategy for QuantizedBase {
 /// for the others) and quantized at once, one at a time, so no more than one unquantized matrix
 /// exists beside the quantized ones.
 pub fn quantize_body(model: Model, format: BlockFormat) -> (Model, QuantizedWeights) {
-    let parts = model.parts();
-    let head: HashSet<ParamId> = parts.head.into_iter().collect();
-    let body = parts
-        .adapted
-        .into_iter()
-        .filter(|id| !head.contains(id))
-        .collect();
+    let body = body_matrices(&model);
     let mut mapper = QuantizeBody {
         format,
         body,
@@ -155,6 +149,18 @@ pub fn quantize_body(model: Model, format: BlockFormat) -> (Model, QuantizedWeig
     };
     let model = model.map(&mut mapper);
     (model, mapper.stored)
+}
+
+/// The body's weight matrices: what LoRA adapts, less the output layer (which stays in the
+/// model's own type, as bitsandbytes leaves `lm_head`).
+fn body_matrices(model: &Model) -> HashSet<ParamId> {
+    let parts = model.parts();
+    let head: HashSet<ParamId> = parts.head.into_iter().collect();
+    parts
+        .adapted
+        .into_iter()
+        .filter(|id| !head.contains(id))
+        .collect()
 }
 
 struct QuantizeBody {
@@ -197,13 +203,7 @@ pub fn quantize_shards(
     ranks: usize,
     replicated: &Replicated,
 ) -> (Model, QuantizedWeights) {
-    let parts = model.parts();
-    let head: HashSet<ParamId> = parts.head.into_iter().collect();
-    let body = parts
-        .adapted
-        .into_iter()
-        .filter(|id| !head.contains(id))
-        .collect();
+    let body = body_matrices(&model);
     let mut mapper = QuantizeShards {
         format,
         body,
