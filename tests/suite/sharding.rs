@@ -328,7 +328,10 @@ fn a_sharded_qlora_run_keeps_a_shard_of_the_codes_and_its_quant_state_whole() {
         let share = plan.sharded.expect("sharded");
         // The whole model's counts, as one GPU's plan gives them.
         assert_eq!(plan.quantized, Some(stored), "{gpus} GPUs");
-        assert_eq!((share.quantized_values, share.quantized_codes_bytes), (stored.values, stored.packed_bytes));
+        assert_eq!(
+            (share.quantized_values, share.quantized_codes_bytes),
+            (stored.values, stored.packed_bytes)
+        );
         assert_eq!(
             (plan.params, plan.adapter_params),
             (whole.params, whole.adapter_params)

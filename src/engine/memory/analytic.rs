@@ -615,8 +615,8 @@ fn shard(
     };
     // Backward begins at the loss, before any block is gathered again for its recomputation
     // (fitted to plans: a sharded LoRA run's mark is there, its blocks' working sets small).
-    let blocks = working.head + gathered + made + working.block;
-    let backward = p.activations + working.start.max(blocks);
+    let recomputing = working.head + gathered + made + working.block;
+    let backward = p.activations + working.start.max(recomputing);
     let step = resident + 2 * p.grads;
     p.eval_resident = root_values * weight_bytes;
     match eval {

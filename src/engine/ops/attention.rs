@@ -233,7 +233,11 @@ fn keys_outside_window(
 }
 
 /// [`keys_outside_window`] from the rows' and keys' positions.
-fn outside_window_of(queries: Tensor<2, Int>, key_ids: Tensor<2, Int>, window: usize) -> Tensor<2, Bool> {
+fn outside_window_of(
+    queries: Tensor<2, Int>,
+    key_ids: Tensor<2, Int>,
+    window: usize,
+) -> Tensor<2, Bool> {
     key_ids.add_scalar(window as i64).lower_equal(queries)
 }
 
@@ -250,19 +254,11 @@ fn counted_positions(
     keys: usize,
     device: &burn::tensor::Device,
 ) -> (Tensor<2, Int>, Tensor<2, Int>) {
-    let count = |first: usize, n: usize| {
+    positions_from(first_row, rows, keys, |first, n| {
         Tensor::<1, Int>::ones([n], device)
             .cumsum(0)
             .add_scalar(first as i64 - 1)
-    };
-    let queries = count(first_row, rows);
-    let queries = if first_row + rows > keys {
-        queries.remainder_scalar(keys as i64)
-    } else {
-        queries
-    }
-    .reshape([rows, 1]);
-    (queries, count(0, keys).reshape([1, keys]))
+    })
 }
 
 /// Query rows' positions `[rows, 1]` (modulo the keys) and key positions `[1, keys]`.
@@ -272,15 +268,27 @@ fn positions(
     keys: usize,
     device: &burn::tensor::Device,
 ) -> (Tensor<2, Int>, Tensor<2, Int>) {
-    let queries = Tensor::<1, Int>::arange(first_row as i64..(first_row + rows) as i64, device);
+    positions_from(first_row, rows, keys, |first, n| {
+        Tensor::<1, Int>::arange(first as i64..(first + n) as i64, device)
+    })
+}
+
+/// [`positions`] with each run of `n` positions from `first` made by `range`: the rows' first,
+/// wrapped modulo the keys where they pass them, then the keys'.
+fn positions_from(
+    first_row: usize,
+    rows: usize,
+    keys: usize,
+    range: impl Fn(usize, usize) -> Tensor<1, Int>,
+) -> (Tensor<2, Int>, Tensor<2, Int>) {
+    let queries = range(first_row, rows);
     let queries = if first_row + rows > keys {
         queries.remainder_scalar(keys as i64)
     } else {
         queries
     }
     .reshape([rows, 1]);
-    let key_ids = Tensor::<1, Int>::arange(0..keys as i64, device).reshape([1, keys]);
-    (queries, key_ids)
+    (queries, range(0, keys).reshape([1, keys]))
 }
 
 /// Query rows per block, so that one block's `[batch, heads, rows, keys]` scores hold about

@@ -51,10 +51,9 @@ pub fn allocated<const D: usize>(
     let tensor = client
         .register(StreamId::current(), OperationIr::Custom(desc), op)
         .remove(0);
-    let dispatch =
-        <DispatchTensor as DispatchKindConversion<Cube>>::from_backend(BackendTensor::Quantized(
-            tensor,
-        ));
+    let dispatch = <DispatchTensor as DispatchKindConversion<Cube>>::from_backend(
+        BackendTensor::Quantized(tensor),
+    );
     let tensor = Tensor::<D>::from_dispatch(dispatch);
     match like.gradient_checkpointing_strategy() {
         Some(strategy) => tensor
@@ -75,8 +74,11 @@ struct Allocate {
 
 impl Operation<Runtime> for Allocate {
     fn execute(&self, handles: &mut Handles) -> Result<(), ExecutionError> {
-        let tensor =
-            burn_cubecl::ops::empty_qtensor_optimized(self.shape.clone(), self.scheme, &self.device);
+        let tensor = burn_cubecl::ops::empty_qtensor_optimized(
+            self.shape.clone(),
+            self.scheme,
+            &self.device,
+        );
         handles.register_quantized_tensor::<CubeBackend>(&self.out, tensor);
         Ok(())
     }

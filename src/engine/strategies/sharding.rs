@@ -77,8 +77,8 @@ use crate::engine::config::{
 };
 use crate::engine::device::Gpu;
 use crate::engine::error::ConfigError;
-use crate::engine::models::Model;
 use crate::engine::layout::BlockFormat;
+use crate::engine::models::Model;
 use crate::engine::ops::shard::{Layout, Layouts, Moves, Replicated, Shards};
 
 use crate::engine::error::EngineError;

@@ -181,7 +181,8 @@ impl ModuleMapper for QuantizeBody {
             self.stored.add_untiled(values);
             return param;
         };
-        self.stored.add(values, self.format.matrix_bytes(d_in, d_out));
+        self.stored
+            .add(values, self.format.matrix_bytes(d_in, d_out));
         let scheme = self.format.scheme(tile);
         // A quantized tensor has no gradient: the weight is frozen from here.
         param.map(|tensor| in_blocks(tensor, &scheme))
