@@ -6,6 +6,7 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use vramlab::engine::Run;
 use vramlab::engine::models::RoutingSource;
+use vramlab::engine::ops::grouped_matmul::{Groups, grouped_matmul};
 use vramlab::engine::ops::{attention, cross_entropy};
 
 use super::support::{TINY_BATCH, config, gpu, relative_gap, run, shared_run};
@@ -74,6 +75,93 @@ fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
             "causal {causal}: no-grad outputs differ by {gap}"
         );
     }
+}
+
+/// The experts' grouped product against the loop people run (each expert's rows times its own
+/// matrix, burn's matmul): the same output and the same gradients of the rows and of every
+/// expert's matrix, with uneven groups, an expert that receives nothing, and the weight trained
+/// and frozen (a frozen weight's node keeps no input, and gets no gradient).
+#[test]
+fn grouped_experts_product_equals_the_per_expert_loop_in_outputs_and_gradients() {
+    let (_lock, gpu) = gpu();
+    let device = gpu.device.clone().autodiff();
+    device.seed(11);
+    let counts = [5usize, 0, 9, 2];
+    let rows: usize = counts.iter().sum();
+    let (inputs, outputs) = (7, 6);
+    let x = random([rows, inputs], &device);
+    let weights = random([counts.len(), inputs, outputs], &device);
+    let upstream = random([rows, outputs], &device);
+    let ints = |values: Vec<i64>| {
+        let len = values.len();
+        Tensor::<1, Int>::from_data(TensorData::new(values, [len]), &device)
+    };
+    let starts: Vec<usize> = counts
+        .iter()
+        .scan(0, |at, &n| {
+            *at += n;
+            Some(*at - n)
+        })
+        .collect();
+    let groups = Groups {
+        experts: ints(
+            (0..counts.len())
+                .flat_map(|e| std::iter::repeat_n(e as i64, counts[e]))
+                .collect(),
+        ),
+        offsets: ints(
+            starts
+                .iter()
+                .map(|&s| s as i64)
+                .chain([rows as i64])
+                .collect(),
+        ),
+    };
+    let looped = |x: Tensor<2>, w: Tensor<3>| {
+        let parts: Vec<Tensor<2>> = (0..counts.len())
+            .filter(|&e| counts[e] > 0)
+            .map(|e| {
+                let matrix = w.clone().narrow(0, e, 1).squeeze_dim::<2>(0);
+                x.clone().narrow(0, starts[e], counts[e]).matmul(matrix)
+            })
+            .collect();
+        Tensor::cat(parts, 0)
+    };
+    for weight_trains in [true, false] {
+        let run = |product: &dyn Fn(Tensor<2>, Tensor<3>) -> Tensor<2>| {
+            let x = x.clone().require_grad();
+            let w = if weight_trains {
+                weights.clone().require_grad()
+            } else {
+                weights.clone()
+            };
+            let out = product(x.clone(), w.clone());
+            let grads = (out.clone() * upstream.clone()).sum().backward();
+            (
+                out.inner(),
+                x.grad(&grads).expect("x is tracked"),
+                w.grad(&grads),
+            )
+        };
+        let (loop_out, loop_dx, loop_dw) = run(&looped);
+        let (out, dx, dw) = run(&|x, w| grouped_matmul(x, w, &groups));
+        let gaps = [relative_gap(loop_out, out), relative_gap(loop_dx, dx)];
+        println!("weight trains {weight_trains}: output and dx gaps {gaps:?}");
+        assert!(gaps.iter().all(|&gap| gap < 1e-5), "{gaps:?}");
+        match (loop_dw, dw) {
+            (Some(looped), Some(grouped)) => {
+                let gap = relative_gap(looped, grouped);
+                println!("dW gap {gap:.2e}");
+                assert!(weight_trains && gap < 1e-5, "dW differs by {gap}");
+            }
+            (None, None) => assert!(!weight_trains),
+            _ => panic!("one path gave the weight a gradient and the other not"),
+        }
+    }
+    // Without autodiff (a no-grad evaluation): the same product.
+    let plain = grouped_matmul(x.clone().inner(), weights.clone().inner(), &groups);
+    let gap = relative_gap(looped(x.inner(), weights.inner()), plain);
+    assert!(gap < 1e-5, "no-grad outputs differ by {gap}");
 }
 
 #[test]

@@ -144,17 +144,19 @@ fn every_token_to_every_expert_plans_and_trains() {
 }
 
 /// Per-layer checkpointing makes a block one autodiff node of at most 2,048 parents; under LoRA
-/// a block of many experts tracks more. The check's count is the built block's own (one block,
-/// so the model's trained tensors are its adapters'), and past the node it is refused by name.
+/// a block of many experts run as the loop tracks more. The check's count is the built block's
+/// own (one block, so the model's trained tensors are its adapters'), and past the node it is
+/// refused by name. Grouped experts track three stacked matrices' factors whatever the experts.
 #[test]
 fn a_checkpointed_block_past_its_nodes_parents_is_refused_not_run_whole() {
     let (_lock, _) = gpu();
-    let at = |experts: usize| {
+    let with = |experts: usize, path: &str| {
         let sets = [
             "model.layers=1".to_string(),
             format!("model.experts={experts}"),
             "strategies.trainable=lora".to_string(),
             "strategies.checkpointing=layers".to_string(),
+            format!("strategies.experts={path}"),
         ];
         vramlab::engine::overrides::apply_overrides(
             preset("sort-mixtral").unwrap(),
@@ -162,6 +164,7 @@ fn a_checkpointed_block_past_its_nodes_parents_is_refused_not_run_whole() {
         )
         .unwrap()
     };
+    let at = |experts: usize| with(experts, "loop");
     let refused = at(340)
         .validate_for(Purpose::Plan)
         .expect_err("340 experts under LoRA pass the node's parents")
@@ -182,6 +185,14 @@ fn a_checkpointed_block_past_its_nodes_parents_is_refused_not_run_whole() {
         lora_expert_block_parents(&most),
         "the block's input and its trained tensors"
     );
+    let grouped = with(340, "grouped");
+    grouped
+        .validate_for(Purpose::Plan)
+        .expect("340 grouped experts: 17 parents");
+    assert_eq!(lora_expert_block_parents(&grouped), None);
+    let built = Run::plan(grouped, &gpu).expect("the model builds");
+    // Two factors for each of Q, K, V, the output, the router and the three stacks.
+    assert_eq!(built.param_counts().trainable_tensors, 2 * (5 + 3));
 }
 
 #[test]

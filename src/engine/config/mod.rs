@@ -558,6 +558,11 @@ pub struct Strategies {
     /// The loss: burn's `log_softmax` then `gather` (`naive`), or one op that keeps the logits
     /// and a log-sum-exp per row (`fused`).
     pub cross_entropy: OpPath,
+    /// A mixture of experts' products: every expert's matrices stacked and each product one
+    /// grouped matmul over every expert's rows (`grouped`: transformers' `grouped_mm`), or one
+    /// matrix an expert and a product an expert (`loop`: transformers' `eager`). A 4- or 8-bit
+    /// base runs the loop, its matrices quantized one by one.
+    pub experts: ExpertsPath,
     /// Which weights train: all of them, only the output layer (`head`: the rest frozen, no
     /// gradients and no optimizer state), or low-rank adapters beside frozen weights (`lora`).
     pub trainable: Trainable,
@@ -728,7 +733,31 @@ impl OpPath {
     }
 }
 
+/// How a mixture of experts runs its experts' products (see [`Strategies::experts`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpertsPath {
+    #[default]
+    Grouped,
+    Loop,
+}
+
+impl ExpertsPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Grouped => "grouped",
+            Self::Loop => "loop",
+        }
+    }
+}
+
 impl Strategies {
+    /// Whether a mixture of experts stacks its experts and groups their products: asked for,
+    /// and over a float base (a quantized base runs the loop).
+    pub fn grouped_experts(&self) -> bool {
+        self.experts == ExpertsPath::Grouped && !self.weight_dtype.is_quantized_base()
+    }
+
     /// The precision the run trains in: `weight_dtype` = `f16` is `model.half()`, which is what
     /// `mixed_precision` = `f16_unscaled` does.
     /// Whether LoRA's factors are f32 whatever the base's type: by default, and always beside
@@ -832,6 +861,7 @@ impl Default for Strategies {
             kernels: Kernels::Burn,
             attention: OpPath::Naive,
             cross_entropy: OpPath::Naive,
+            experts: ExpertsPath::Grouped,
             trainable: Trainable::All,
             lora_rank: 8,
             lora_alpha: 16.0,

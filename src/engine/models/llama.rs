@@ -83,6 +83,8 @@ pub struct LlamaSize {
     pub experts: usize,
     /// The experts each token goes to.
     pub experts_per_token: usize,
+    /// The experts' matrices stacked and their products grouped (`strategies.experts`).
+    pub grouped_experts: bool,
     /// Where the experts' routing comes from (a plan assumes one).
     pub routing: RoutingSource,
 }
@@ -262,6 +264,7 @@ impl Llama {
                             ff: size.ff,
                             experts: size.experts,
                             top_k: size.experts_per_token,
+                            grouped: size.grouped_experts,
                         },
                         routing.clone(),
                         &drawn,
@@ -355,6 +358,21 @@ impl Llama {
         self.routing
             .clone()
             .map(|routing| (routing, self.experts_per_token))
+    }
+
+    /// LoRA's factors on every block's stacked experts (`Experts::with_stacked_adapters`).
+    pub fn with_stacked_adapters(mut self, rank: usize, alpha: f64) -> Self {
+        self.blocks = self
+            .blocks
+            .into_iter()
+            .map(|mut block| {
+                block.experts = block
+                    .experts
+                    .map(|experts| experts.with_stacked_adapters(rank, alpha));
+                block
+            })
+            .collect();
+        self
     }
 
     /// The output layer (with the final norm), and the body's weight matrices.

@@ -7,7 +7,7 @@ mod drawn;
 mod hook;
 mod llama;
 mod mlp;
-mod moe;
+pub(crate) mod moe;
 mod recurrent;
 mod rotary;
 pub mod stacked_cells;
@@ -137,6 +137,15 @@ impl Model {
         let mut count = TrainableCount::default();
         self.visit(&mut count);
         count
+    }
+
+    /// LoRA's factors on a mixture of experts' stacked matrices, which burn's `apply_lora` (a
+    /// matrix's adapter) leaves frozen and unadapted; any other model as it is.
+    pub fn with_stacked_adapters(self, rank: usize, alpha: f64) -> Self {
+        match self {
+            Self::Llama(m) => Self::Llama(m.with_stacked_adapters(rank, alpha)),
+            other => other,
+        }
     }
 
     /// A mixture of experts' routing (shared by its blocks), and each token's experts; `None`

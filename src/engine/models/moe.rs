@@ -13,16 +13,27 @@
 //! nothing, so it cannot read a routing: it assumes one ([`RoutingSource`]): balanced (every
 //! expert receives `tokens x top_k / experts`, the remainder to the first ones) unless it is
 //! handed the counts a real run logged.
+//!
+//! The experts' products run one of two ways (`strategies.experts`): `grouped` (the default),
+//! every expert's matrices stacked `[experts, d_input, d_output]` as transformers stores them and
+//! each product one grouped matmul over every expert's rows (`ops::grouped_matmul`, transformers'
+//! `grouped_mm` backend); or `loop`, one `Linear` an expert and its products one by one
+//! (transformers' `eager` backend). A 4- or 8-bit base is quantized a matrix at a time, so its
+//! experts run the loop.
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::{silu, softmax};
-use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use burn::tensor::{
+    DType, Device, Distribution, FloatDType, IndexingUpdateOp, Int, Tensor, TensorData,
+};
+
+use crate::engine::ops::grouped_matmul::{Groups, grouped_matmul};
 
 use super::dense::dense;
 use super::drawn::Drawn;
@@ -38,12 +49,50 @@ struct Expert {
     down: Linear,
 }
 
+/// Every expert's SwiGLU, each matrix stacked over the experts (transformers' `gate_up_proj`
+/// and `down_proj`, kept here as three).
+#[derive(Module, Debug)]
+struct ExpertStack {
+    gate: Stacked,
+    up: Stacked,
+    down: Stacked,
+}
+
+/// One matrix of every expert, `[experts, d_input, d_output]`, with its LoRA factors once
+/// adapted.
+#[derive(Module, Debug)]
+struct Stacked {
+    weight: Param<Tensor<3>>,
+    adapter: Option<StackedAdapter>,
+}
+
+/// LoRA on a stacked matrix: each expert's own factors `A` (`[experts, d_input, rank]`) and
+/// `B` (`[experts, rank, d_output]`), as PEFT's `target_parameters` adapts transformers' 3-D
+/// expert parameters, computed as `x W + s (x A) B` like every adapted layer here
+/// (`models::dense`).
+#[derive(Module, Debug)]
+pub struct StackedAdapter {
+    a: Param<Tensor<3>>,
+    b: Param<Tensor<3>>,
+    #[module(skip)]
+    scale: f64,
+}
+
+/// The container type a module walk is given inside a [`StackedAdapter`] (burn's derive names
+/// the struct a field belongs to): its factors are an adapter's, as a `Reparameterization`'s are.
+pub const STACKED_ADAPTER: &str = "Struct:StackedAdapter";
+
 /// The sparse feed-forward of one block.
 #[derive(Module, Debug)]
 pub struct Experts {
     /// `[width, experts]`, no bias (Mixtral's `gate`, Qwen3-MoE's `gate`).
     router: Linear,
+    /// The loop's experts, one `Linear` a matrix (empty where they are stacked).
     experts: Vec<Expert>,
+    /// The grouped experts' stacked matrices (`None` for the loop).
+    stacked: Option<ExpertStack>,
+    #[module(skip)]
+    count: usize,
     #[module(skip)]
     top_k: usize,
     /// Where this block's routing comes from, shared by every block of the model.
@@ -341,24 +390,62 @@ pub struct ExpertsSize {
     pub ff: usize,
     pub experts: usize,
     pub top_k: usize,
+    /// Stacked matrices and grouped products (`strategies.experts = grouped`), or a `Linear`
+    /// an expert and the loop.
+    pub grouped: bool,
 }
 
 impl Experts {
     pub fn new(size: &ExpertsSize, routing: Routing, drawn: &Drawn) -> Self {
         let linear =
             |inputs, outputs| drawn.linear(&LinearConfig::new(inputs, outputs).with_bias(false));
-        Self {
-            router: linear(size.width, size.experts),
-            experts: (0..size.experts)
+        // Each expert's matrix drawn as its `Linear` would be: burn's default initializer
+        // over the same fans.
+        let stacked = |inputs, outputs| Stacked {
+            weight: drawn.param(
+                &LinearConfig::new(inputs, outputs).initializer,
+                [size.experts, inputs, outputs],
+                Some(inputs),
+                Some(outputs),
+            ),
+            adapter: None,
+        };
+        let (experts, stacked) = if size.grouped {
+            let stack = ExpertStack {
+                gate: stacked(size.width, size.ff),
+                up: stacked(size.width, size.ff),
+                down: stacked(size.ff, size.width),
+            };
+            (Vec::new(), Some(stack))
+        } else {
+            let experts = (0..size.experts)
                 .map(|_| Expert {
                     gate: linear(size.width, size.ff),
                     up: linear(size.width, size.ff),
                     down: linear(size.ff, size.width),
                 })
-                .collect(),
+                .collect();
+            (experts, None)
+        };
+        Self {
+            router: linear(size.width, size.experts),
+            experts,
+            stacked,
+            count: size.experts,
             top_k: size.top_k,
             routing,
         }
+    }
+
+    /// LoRA's factors on each stacked matrix (burn's `apply_lora` adapts matrices, and froze
+    /// the stacks); the loop's `Linear`s were adapted by it already.
+    pub fn with_stacked_adapters(mut self, rank: usize, alpha: f64) -> Self {
+        if let Some(stack) = &mut self.stacked {
+            for matrix in [&mut stack.gate, &mut stack.up, &mut stack.down] {
+                matrix.adapt(rank, alpha);
+            }
+        }
+        self
     }
 
     /// The expert mixture of `x`, the routing read back from the device (awaited); kept for
@@ -377,19 +464,14 @@ impl Experts {
         hook.after(Op::Router);
         let assignment = self
             .routing
-            .choose(routed.chosen.clone(), self.experts.len(), recomputed)
+            .choose(routed.chosen.clone(), self.count, recomputed)
             .await;
         // Uploaded here, straight after the read drained the device's queue. Uploaded between
         // the experts' kernels, an expert's index tensors were allocated before one launch in
         // some plans and after it in others, identical plans in one process (fusion decides
         // when queued kernels launch): sort-mixtral's plan came out 3,776 B under its run in
         // one case in ten (two index tensors of 1,888 B), and 65,984 B under in evaluation.
-        let dispatch = Dispatch::upload(
-            &assignment,
-            self.experts.len(),
-            self.top_k,
-            &routed.rows.device(),
-        );
+        let dispatch = Dispatch::upload(&assignment, self.count, self.top_k, &routed.rows.device());
         self.combine(routed, &dispatch, hook)
     }
 
@@ -398,7 +480,7 @@ impl Experts {
     pub fn forward_recomputed(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         // Uploaded before the router's kernels are queued (see `forward`).
         let assignment = self.routing.recomputed();
-        let dispatch = Dispatch::upload(&assignment, self.experts.len(), self.top_k, &x.device());
+        let dispatch = Dispatch::upload(&assignment, self.count, self.top_k, &x.device());
         let routed = self.route(x);
         hook.after(Op::Router);
         self.combine(routed, &dispatch, hook)
@@ -411,7 +493,7 @@ impl Experts {
         let tokens = batch * length;
         let rows = x.reshape([tokens, width]);
         let scores = softmax(dense(&self.router, rows.clone()).cast(DType::F32), 1);
-        let experts = self.experts.len();
+        let experts = self.count;
         let chosen = if self.top_k < experts {
             scores.clone().detach().argtopk(self.top_k, 1)
         } else {
@@ -445,6 +527,18 @@ impl Experts {
         let [tokens, width] = rows.dims();
         let device = rows.device();
         let mut out = Tensor::<2>::zeros([tokens, width], (&device, rows.dtype()));
+        if let Some(stack) = &self.stacked {
+            // Every expert's rows in expert order, each product one grouped matmul over them.
+            let input = rows.select(0, dispatch.tokens.clone());
+            let groups = &dispatch.groups;
+            let hidden =
+                silu(stack.gate.product(input.clone(), groups)) * stack.up.product(input, groups);
+            let output = stack.down.product(hidden, groups)
+                * weights.select(0, dispatch.slots.clone()).unsqueeze_dim(1);
+            out = out.select_assign(0, dispatch.tokens.clone(), output, IndexingUpdateOp::Add);
+            hook.after(Op::Experts);
+            return out.reshape(shape);
+        }
         for (expert, range) in self.experts.iter().zip(&dispatch.ranges) {
             if range.is_empty() {
                 continue;
@@ -464,11 +558,12 @@ impl Experts {
 
 /// Where each expert's rows come from, uploaded once a pass: every slot (token `slot / top_k`,
 /// its weight `slot`) in expert order, the tokens of those slots, and each expert's range of
-/// them.
+/// them (on the host for the loop, on the device for the grouped products).
 struct Dispatch {
     slots: Tensor<1, Int>,
     tokens: Tensor<1, Int>,
     ranges: Vec<Range<usize>>,
+    groups: Groups,
 }
 
 impl Dispatch {
@@ -487,6 +582,17 @@ impl Dispatch {
             })
             .collect();
         let tokens: Vec<i64> = slots.iter().map(|&slot| slot / top_k as i64).collect();
+        let ranges: Vec<Range<usize>> = ranges;
+        let experts_of_rows: Vec<i64> = ranges
+            .iter()
+            .enumerate()
+            .flat_map(|(expert, range)| std::iter::repeat_n(expert as i64, range.len()))
+            .collect();
+        let offsets: Vec<i64> = ranges
+            .iter()
+            .map(|range| range.start as i64)
+            .chain([slots.len() as i64])
+            .collect();
         // Past the small pool's 64 KiB: unwritten under a dry run (`uploaded`).
         let upload = |values: Vec<i64>| {
             let len = values.len();
@@ -496,6 +602,10 @@ impl Dispatch {
             slots: upload(slots),
             tokens: upload(tokens),
             ranges,
+            groups: Groups {
+                experts: upload(experts_of_rows),
+                offsets: upload(offsets),
+            },
         }
     }
 }
@@ -509,4 +619,50 @@ struct Routed {
     /// Each token's top-k experts (`[tokens, top_k]`).
     chosen: Tensor<2, Int>,
     shape: [usize; 3],
+}
+
+impl Stacked {
+    /// `x W[e]` for each row's expert `e`, plus `s (x A[e]) B[e]` where adapted.
+    fn product(&self, x: Tensor<2>, groups: &Groups) -> Tensor<2> {
+        let dtype = x.dtype();
+        let frozen = grouped_matmul(x.clone(), in_dtype(self.weight.val(), dtype), groups);
+        let Some(adapter) = &self.adapter else {
+            return frozen;
+        };
+        let a = in_dtype(adapter.a.val(), dtype);
+        let b = in_dtype(adapter.b.val(), dtype);
+        let low_rank = grouped_matmul(grouped_matmul(x, a, groups), b, groups);
+        frozen + low_rank.mul_scalar(adapter.scale)
+    }
+
+    /// Give this matrix LoRA factors as burn's `Lora` gives a matrix: `A ~ N(0, 1 / rank)`,
+    /// `B = 0`, in the weight's float type, allocated as parameters.
+    fn adapt(&mut self, rank: usize, alpha: f64) {
+        let base = self.weight.val();
+        let [experts, inputs, outputs] = base.dims();
+        let (device, dtype) = (base.device(), base.dtype());
+        let (a, b) = device.memory_persistent_allocations((), |_| {
+            let a = Tensor::<3>::random(
+                [experts, inputs, rank],
+                Distribution::Normal(0.0, 1.0 / rank as f64),
+                &device,
+            );
+            let b = Tensor::<3>::zeros([experts, rank, outputs], &device);
+            (in_dtype(a, dtype), in_dtype(b, dtype))
+        });
+        self.adapter = Some(StackedAdapter {
+            a: Param::from_tensor(a),
+            b: Param::from_tensor(b),
+            scale: alpha / rank as f64,
+        });
+    }
+}
+
+/// `t` in the float type `dtype` (a cast only where the two differ).
+fn in_dtype(t: Tensor<3>, dtype: DType) -> Tensor<3> {
+    if t.dtype() == dtype {
+        t
+    } else {
+        t.cast(FloatDType::from(dtype))
+    }
 }

@@ -7,6 +7,7 @@
 pub mod attention;
 mod bridge;
 pub mod cross_entropy;
+pub mod grouped_matmul;
 pub mod host;
 mod quantized_buffer;
 pub mod quantized_linear;

@@ -1,20 +1,23 @@
 //! What a walk over a module's parameters (a burn visitor's or mapper's) needs to know of
 //! where it is.
 
+use crate::engine::models::moe::STACKED_ADAPTER;
+
 /// Whether a module walk (a visitor's or a mapper's) is inside a LoRA adapter: burn enters a
-/// parameter's reparameterization as a module of that container type, after its base.
+/// parameter's reparameterization as a module of that container type, after its base, and a
+/// stacked expert matrix's factors as fields of `models::moe::StackedAdapter`.
 #[derive(Default)]
 pub struct AdapterDepth(usize);
 
 impl AdapterDepth {
     pub fn enter(&mut self, container_type: &str) {
-        if container_type == "Reparameterization" {
+        if is_adapter(container_type) {
             self.0 += 1;
         }
     }
 
     pub fn exit(&mut self, container_type: &str) {
-        if container_type == "Reparameterization" {
+        if is_adapter(container_type) {
             self.0 -= 1;
         }
     }
@@ -23,4 +26,8 @@ impl AdapterDepth {
     pub fn inside(&self) -> bool {
         self.0 > 0
     }
+}
+
+fn is_adapter(container_type: &str) -> bool {
+    container_type == "Reparameterization" || container_type == STACKED_ADAPTER
 }

@@ -550,6 +550,10 @@ pub const CATALOG: &[Entry] = &[
              large as the logits, and its backward makes further tensors of that size. The fused \
              op keeps the logits and one number per row and writes its gradient over them."),
     ]),
+    entry("strategies.experts", "experts' products", &["grouped", "loop"],
+        "grouped: every expert's matrices stacked, each product one grouped matmul over every \
+         expert's rows (transformers' grouped_mm); loop: one matrix and one product an expert \
+         (eager). A 4- or 8-bit base runs the loop", &[]),
     entry("strategies.trainable", "trainable weights", &["all", "head", "lora"],
         "head: only the output layer trains; lora: low-rank adapters beside frozen weights", &[
         claim("freeze the backbone: no gradients, no optimizer state", &SPIRAL,

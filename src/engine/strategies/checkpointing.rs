@@ -41,12 +41,16 @@ const MOE_BLOCK_MATRICES: usize = 5;
 
 /// The autodiff parents a checkpointed block's node takes where they can pass
 /// [`MOST_PARENTS`]: under LoRA, a mixture of experts' block tracks two adapter factors for
-/// each of its matrices (`MOE_BLOCK_MATRICES` and three an expert), beside its input. Every
+/// each of its matrices (`MOE_BLOCK_MATRICES` and, run as the loop, three an expert), beside
+/// its input. Grouped experts' stacked matrices are three whatever the experts, and every
 /// other block tracks at most its own parameter tensors, fewer than 1,600 with
 /// `model.experts` at its most. `None` where it cannot pass.
 pub fn lora_expert_block_parents(config: &RunConfig) -> Option<usize> {
     let model = &config.model;
-    if config.strategies.trainable != Trainable::Lora || model.experts == 0 {
+    if config.strategies.trainable != Trainable::Lora
+        || model.experts == 0
+        || config.strategies.grouped_experts()
+    {
         return None;
     }
     Some(1 + 2 * (MOE_BLOCK_MATRICES + 3 * model.experts))
@@ -64,7 +68,8 @@ pub(crate) fn check(config: &RunConfig) -> Result<(), ConfigError> {
             format!(
                 "layers makes each block one autodiff node, of at most {MOST_PARENTS} parents; \
                  a block of model.experts = {} under LoRA tracks {parents} tensors (its input \
-                 and two adapter factors a matrix). Fewer experts (at most {}), or \
+                 and two adapter factors a matrix). Fewer experts (at most {}), \
+                 strategies.experts = grouped (three stacked matrices whatever the experts), or \
                  checkpointing = none or balanced",
                 config.model.experts,
                 ((MOST_PARENTS - 1) / 2 - MOE_BLOCK_MATRICES) / 3

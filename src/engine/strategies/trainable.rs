@@ -74,8 +74,9 @@ impl Strategy for Trainable {
             }
             Mode::Lora => {
                 let adapted = model.parts().adapted_group();
-                let model =
-                    model.apply_lora(Lora::new(self.rank, self.alpha).set_param_group(adapted));
+                let model = model
+                    .apply_lora(Lora::new(self.rank, self.alpha).set_param_group(adapted))
+                    .with_stacked_adapters(self.rank, self.alpha);
                 if self.f32_adapters {
                     model.map(&mut AdaptersInF32::default())
                 } else {

@@ -1,0 +1,387 @@
+//! The experts' matmuls of a mixture of experts as one grouped product: every expert's rows in
+//! one launch, as `torch._grouped_mm` (transformers' `grouped_mm` experts backend), MegaBlocks
+//! and Megatron's GroupedMLP compute them.
+//!
+//! The rows arrive sorted by expert (`rows` of expert `e` are `offsets[e]..offsets[e + 1]`),
+//! and the experts' weights are one stacked tensor `[experts, d_input, d_output]`, as
+//! transformers stores them. Row `r` is multiplied by the matrix of its own expert, `experts[r]`:
+//! no row is padded and none is dropped, so the product holds exactly what the per-expert loop's
+//! products hold, in one tensor instead of one per expert.
+//!
+//! Autodiff keeps what burn's matmul keeps: the input where the weight trains, the weight where
+//! the input needs a gradient (a handle to the parameter). Backward is two more grouped kernels:
+//! `dx = dy W[e]^T` (the same product, the weight read transposed in place) and, for a trained
+//! weight, `dW[e] = x_e^T dy_e` over each expert's rows.
+//!
+//! The kernels are plain loops, one output value an invocation, accumulated in f32. A plan runs
+//! them on a dry run, where nothing executes and what counts is one launch a product instead of
+//! one an expert; the toy presets' real runs are small enough for them. The launch takes every
+//! size at run time, so a step whose router sends new counts to each expert compiles nothing
+//! new (the loop's products are new matmul shapes whenever a count changes).
+
+use burn::backend::Cube;
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::tensor::{DType, Int, Shape, Tensor};
+use burn_cubecl::CubeBackend;
+use burn_cubecl::kernel::untile;
+use burn_cubecl::ops::numeric::empty_device_dtype;
+use burn_fusion::stream::{Operation, StreamId};
+use burn_fusion::{ExecutionError, FusionBackend, FusionHandle};
+use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
+use cubecl::ir::{ElemType, FloatKind, IntKind, UIntKind};
+use cubecl::{CubeDim, calculate_cube_count_elemwise};
+
+use super::bridge::{Raw, RawInt, Recorded, Route, Tracked, plain, raw, raw_int, run_recorded};
+
+type Runtime = <CubeBackend as FusionBackend>::FusionRuntime;
+type Handles = HandleContainer<FusionHandle<Runtime>>;
+
+/// Which expert each sorted row belongs to, and where each expert's rows begin.
+#[derive(Clone, Debug)]
+pub struct Groups {
+    /// `[rows]`: the expert of each row.
+    pub experts: Tensor<1, Int>,
+    /// `[experts + 1]`: expert `e`'s rows are `offsets[e]..offsets[e + 1]`.
+    pub offsets: Tensor<1, Int>,
+}
+
+/// `out[r] = x[r] W[experts[r]]`.
+///
+/// # Shapes
+/// - x: `[rows, d_input]`, sorted by expert
+/// - weights: `[experts, d_input, d_output]`
+/// - output: `[rows, d_output]`
+pub fn grouped_matmul(x: Tensor<2>, weights: Tensor<3>, groups: &Groups) -> Tensor<2> {
+    let [experts, inputs, outputs] = weights.dims();
+    let ints = (
+        raw_int(groups.experts.clone()),
+        raw_int(groups.offsets.clone()),
+    );
+    let (Some(route), (Some(rows), Some(offsets))) = (Route::of(&x), ints) else {
+        unreachable!("vramlab runs on the cubecl backend alone")
+    };
+    let groups = RawGroups { rows, offsets };
+    match route {
+        Route::Plain => plain(product(raw(x), raw(weights), &groups.rows, false)),
+        Route::Autodiff(strategy) => run_recorded(
+            GroupedMatmul {
+                groups,
+                weights: [experts, inputs, outputs],
+            },
+            strategy,
+            // A weight enters as a matrix of its experts' rows (a view); the op reads it whole.
+            [x, weights.reshape([experts * inputs, outputs])],
+        ),
+    }
+}
+
+/// The int tensors of [`Groups`] as the backend holds them.
+#[derive(Clone, Debug)]
+struct RawGroups {
+    rows: RawInt,
+    offsets: RawInt,
+}
+
+/// `x W[e]`, or with `transposed`, `x W[e]^T` (the weight read transposed where it lies), as an
+/// op on the device's fusion stream.
+fn product(x: Raw, weights: Raw, rows: &RawInt, transposed: bool) -> Raw {
+    let client = x.client.clone();
+    let [_, inputs, outputs] = three(&weights.shape);
+    let columns = if transposed { inputs } else { outputs };
+    let out = TensorIr::uninit(
+        client.create_empty_handle(),
+        Shape::from(vec![x.shape[0], columns]),
+        x.dtype,
+    );
+    let desc = CustomOpIr::new(
+        "vramlab_grouped_matmul",
+        &[x.into_ir(), weights.into_ir(), rows.clone().into_ir()],
+        &[out],
+    );
+    let op = Launch {
+        desc: desc.clone(),
+        kind: Kind::Product { transposed },
+    };
+    client
+        .register(StreamId::current(), OperationIr::Custom(desc), op)
+        .remove(0)
+}
+
+/// `dW[e] = x_e^T dy_e` over each expert's rows, `[experts, d_input, d_output]`.
+fn weight_gradient(x: Raw, grad: Raw, offsets: &RawInt, experts: usize) -> Raw {
+    let client = x.client.clone();
+    let out = TensorIr::uninit(
+        client.create_empty_handle(),
+        Shape::from(vec![experts, x.shape[1], grad.shape[1]]),
+        grad.dtype,
+    );
+    let desc = CustomOpIr::new(
+        "vramlab_grouped_weight_gradient",
+        &[x.into_ir(), grad.into_ir(), offsets.clone().into_ir()],
+        &[out],
+    );
+    let op = Launch {
+        desc: desc.clone(),
+        kind: Kind::WeightGradient,
+    };
+    client
+        .register(StreamId::current(), OperationIr::Custom(desc), op)
+        .remove(0)
+}
+
+fn three(shape: &Shape) -> [usize; 3] {
+    [shape[0], shape[1], shape[2]]
+}
+
+#[derive(Debug)]
+enum Kind {
+    Product { transposed: bool },
+    WeightGradient,
+}
+
+/// A grouped kernel on the fusion stream's turn: its inputs as the device holds them, its output
+/// allocated from the same pool as every other tensor.
+#[derive(Debug)]
+struct Launch {
+    desc: CustomOpIr,
+    kind: Kind,
+}
+
+impl Operation<Runtime> for Launch {
+    fn execute(&self, handles: &mut Handles) -> Result<(), ExecutionError> {
+        let [first, second, ints] = &self.desc.inputs[..] else {
+            unreachable!("a grouped op has three inputs")
+        };
+        let first = untile(handles.get_float_tensor::<CubeBackend>(first));
+        let second = untile(handles.get_float_tensor::<CubeBackend>(second));
+        let ints = untile(handles.get_int_tensor::<CubeBackend>(ints));
+        let out = &self.desc.outputs[0];
+        let output = empty_device_dtype(
+            first.client.clone(),
+            first.device.clone(),
+            out.shape.clone(),
+            out.dtype,
+        );
+        let units = out.shape.num_elements();
+        if units > 0 {
+            let client = &first.client;
+            let cube_dim = CubeDim::new(client, units);
+            let cube_count = calculate_cube_count_elemwise(client, units, cube_dim);
+            let address = [&first, &second, &ints, &output]
+                .iter()
+                .map(|tensor| tensor.required_address_type())
+                .max()
+                .unwrap_or_default();
+            let types = [elem(first.dtype), elem(ints.dtype)];
+            let client = client.clone();
+            // Safety: each invocation writes the one value of `output` it is given (past the
+            // end, it returns), and reads rows of `first` and `second` that the groups keep in
+            // range: every row's expert is below the weights' first dimension, every offset
+            // at most the rows (`moe::Dispatch` builds them so).
+            unsafe {
+                match self.kind {
+                    Kind::Product { transposed } => kernels::grouped_product::launch_unchecked(
+                        &client,
+                        cube_count,
+                        cube_dim,
+                        address,
+                        first.into_tensor_arg(),
+                        second.into_tensor_arg(),
+                        ints.into_tensor_arg(),
+                        output.clone().into_tensor_arg(),
+                        transposed,
+                        types,
+                    ),
+                    Kind::WeightGradient => kernels::grouped_weight_gradient::launch_unchecked(
+                        &client,
+                        cube_count,
+                        cube_dim,
+                        address,
+                        first.into_tensor_arg(),
+                        second.into_tensor_arg(),
+                        ints.into_tensor_arg(),
+                        output.clone().into_tensor_arg(),
+                        types,
+                    ),
+                }
+            }
+        }
+        handles.register_float_tensor::<CubeBackend>(&out.id, output);
+        Ok(())
+    }
+}
+
+/// cubecl's element type of a burn dtype the grouped ops take.
+fn elem(dtype: DType) -> ElemType {
+    match dtype {
+        DType::F64 => ElemType::Float(FloatKind::F64),
+        DType::F32 => ElemType::Float(FloatKind::F32),
+        DType::F16 => ElemType::Float(FloatKind::F16),
+        DType::BF16 => ElemType::Float(FloatKind::BF16),
+        DType::I64 => ElemType::Int(IntKind::I64),
+        DType::I32 => ElemType::Int(IntKind::I32),
+        DType::I16 => ElemType::Int(IntKind::I16),
+        DType::I8 => ElemType::Int(IntKind::I8),
+        DType::U64 => ElemType::UInt(UIntKind::U64),
+        DType::U32 => ElemType::UInt(UIntKind::U32),
+        other => unreachable!("the grouped ops take float values and int groups, not {other:?}"),
+    }
+}
+
+/// The kernels, apart from burn's names (cubecl's prelude has its own `Tensor` and `Int`).
+mod kernels {
+    use cubecl::prelude::*;
+
+    /// `out[r, n] = sum_k x[r, k] W[experts[r], k, n]` (with `transposed`, `W[experts[r], n, k]`).
+    #[cube(launch_unchecked, address_type = "dynamic")]
+    pub fn grouped_product<F: Float, I: Int>(
+        x: &Tensor<F>,
+        weights: &Tensor<F>,
+        experts: &Tensor<I>,
+        out: &mut Tensor<F>,
+        #[comptime] transposed: bool,
+        #[define(F, I)] _types: [ElemType; 2],
+    ) {
+        if ABSOLUTE_POS >= out.len() {
+            terminate!();
+        }
+        let columns = out.shape(1);
+        let row = ABSOLUTE_POS / columns;
+        let column = ABSOLUTE_POS % columns;
+        let expert = usize::cast_from(experts[row * experts.stride(0)]);
+        // The weight's strides along the product's depth and its columns.
+        let (depth_stride, column_stride) = if transposed {
+            (weights.stride(2), weights.stride(1))
+        } else {
+            (weights.stride(1), weights.stride(2))
+        };
+        let x_row = row * x.stride(0);
+        let w_at = expert * weights.stride(0) + column * column_stride;
+        let mut sum = f32::new(0.0);
+        for k in 0..x.shape(1) {
+            sum += f32::cast_from(x[x_row + k * x.stride(1)])
+                * f32::cast_from(weights[w_at + k * depth_stride]);
+        }
+        let at = row * out.stride(0) + column * out.stride(1);
+        out[at] = F::cast_from(sum);
+    }
+
+    /// `grad[e, k, n] = sum_{r in offsets[e]..offsets[e + 1]} x[r, k] dy[r, n]`.
+    #[cube(launch_unchecked, address_type = "dynamic")]
+    pub fn grouped_weight_gradient<F: Float, I: Int>(
+        x: &Tensor<F>,
+        dy: &Tensor<F>,
+        offsets: &Tensor<I>,
+        grad: &mut Tensor<F>,
+        #[define(F, I)] _types: [ElemType; 2],
+    ) {
+        if ABSOLUTE_POS >= grad.len() {
+            terminate!();
+        }
+        let columns = grad.shape(2);
+        let depth = grad.shape(1);
+        let column = ABSOLUTE_POS % columns;
+        let k = (ABSOLUTE_POS / columns) % depth;
+        let expert = ABSOLUTE_POS / (columns * depth);
+        let start = usize::cast_from(offsets[expert * offsets.stride(0)]);
+        let end = usize::cast_from(offsets[(expert + 1) * offsets.stride(0)]);
+        let mut sum = f32::new(0.0);
+        for r in start..end {
+            sum += f32::cast_from(x[r * x.stride(0) + k * x.stride(1)])
+                * f32::cast_from(dy[r * dy.stride(0) + column * dy.stride(1)]);
+        }
+        let at = expert * grad.stride(0) + k * grad.stride(1) + column * grad.stride(2);
+        grad[at] = F::cast_from(sum);
+    }
+}
+
+#[derive(Debug)]
+struct GroupedMatmul {
+    groups: RawGroups,
+    weights: [usize; 3],
+}
+
+/// What backward needs: the input where the weight trains and the weight where the input
+/// needs a gradient (checkpointed as burn's matmul keeps them), and the groups.
+#[derive(Clone, Debug)]
+struct Saved {
+    x: Option<NodeId>,
+    weights: Option<NodeId>,
+    groups: RawGroups,
+    shape: [usize; 3],
+}
+
+#[derive(Debug)]
+struct GroupedMatmulBackward;
+
+impl Backward<Cube, 2> for GroupedMatmulBackward {
+    type State = Saved;
+
+    fn backward(self, ops: Ops<Saved, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let Saved {
+            x,
+            weights,
+            groups,
+            shape,
+        } = ops.state;
+        let x: Option<Raw> = x.map(|id| checkpointer.retrieve_node_output(id));
+        let weights: Option<Raw> = weights.map(|id| checkpointer.retrieve_node_output(id));
+        let grad: Raw = grads.consume::<Cube>(&ops.node);
+        let [x_parent, w_parent] = &ops.parents;
+        if let (Some(node), Some(weights)) = (x_parent, weights) {
+            let stacked = raw(plain::<2>(weights).reshape(shape));
+            grads.register::<Cube>(node.id, product(grad.clone(), stacked, &groups.rows, true));
+        }
+        if let (Some(node), Some(x)) = (w_parent, x) {
+            let [experts, inputs, outputs] = shape;
+            let stacked = weight_gradient(x, grad, &groups.offsets, experts);
+            let flat = raw(plain::<3>(stacked).reshape([experts * inputs, outputs]));
+            grads.register::<Cube>(node.id, flat);
+        }
+    }
+}
+
+impl Recorded<2> for GroupedMatmul {
+    fn record<C: CheckpointStrategy>(self, inputs: [Tracked<C>; 2]) -> Tracked<C> {
+        let [x, weights] = inputs;
+        let (x_tracked, w_tracked) = (x.is_tracked(), weights.is_tracked());
+        let nodes = [x.node(), weights.node()];
+        let forward = |x: Raw, weights: Raw, rows: &RawInt| {
+            let stacked = raw(plain::<2>(weights).reshape(self.weights));
+            product(x, stacked, rows, false)
+        };
+        match GroupedMatmulBackward
+            .prepare::<C>(nodes)
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = w_tracked.then(|| prep.checkpoint(&x));
+                let w_state = x_tracked.then(|| prep.checkpoint(&weights));
+                let out = forward(
+                    x.into_primitive(),
+                    weights.into_primitive(),
+                    &self.groups.rows,
+                );
+                prep.finish(
+                    Saved {
+                        x: x_state,
+                        weights: w_state,
+                        groups: self.groups,
+                        shape: self.weights,
+                    },
+                    out,
+                )
+            }
+            OpsKind::UnTracked(prep) => prep.finish(forward(
+                x.into_primitive(),
+                weights.into_primitive(),
+                &self.groups.rows,
+            )),
+        }
+    }
+}
