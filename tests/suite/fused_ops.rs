@@ -103,20 +103,7 @@ fn grouped_experts_product_equals_the_per_expert_loop_in_outputs_and_gradients()
             Some(*at - n)
         })
         .collect();
-    let groups = Groups {
-        experts: ints(
-            (0..counts.len())
-                .flat_map(|e| std::iter::repeat_n(e as i64, counts[e]))
-                .collect(),
-        ),
-        offsets: ints(
-            starts
-                .iter()
-                .map(|&s| s as i64)
-                .chain([rows as i64])
-                .collect(),
-        ),
-    };
+    let groups = Groups::new(&counts, ints);
     let looped = |x: Tensor<2>, w: Tensor<3>| {
         let parts: Vec<Tensor<2>> = (0..counts.len())
             .filter(|&e| counts[e] > 0)

@@ -583,29 +583,17 @@ impl Dispatch {
             .collect();
         let tokens: Vec<i64> = slots.iter().map(|&slot| slot / top_k as i64).collect();
         let ranges: Vec<Range<usize>> = ranges;
-        let experts_of_rows: Vec<i64> = ranges
-            .iter()
-            .enumerate()
-            .flat_map(|(expert, range)| std::iter::repeat_n(expert as i64, range.len()))
-            .collect();
-        let offsets: Vec<i64> = ranges
-            .iter()
-            .map(|range| range.start as i64)
-            .chain([slots.len() as i64])
-            .collect();
         // Past the small pool's 64 KiB: unwritten under a dry run (`uploaded`).
         let upload = |values: Vec<i64>| {
             let len = values.len();
             uploaded::<1, Int>([len], device, || TensorData::new(values, [len]))
         };
+        let counts: Vec<usize> = ranges.iter().map(Range::len).collect();
         Self {
             slots: upload(slots),
             tokens: upload(tokens),
             ranges,
-            groups: Groups {
-                experts: upload(experts_of_rows),
-                offsets: upload(offsets),
-            },
+            groups: Groups::new(&counts, upload),
         }
     }
 }

@@ -40,16 +40,42 @@ use super::bridge::{Raw, RawInt, Recorded, Route, Tracked, plain, raw, raw_int, 
 type Runtime = <CubeBackend as FusionBackend>::FusionRuntime;
 type Handles = HandleContainer<FusionHandle<Runtime>>;
 
-/// Which expert each sorted row belongs to, and where each expert's rows begin.
+/// Rows of one expert a grouped product's invocations take together (a tile), at most.
+const TILE_ROWS: usize = 4;
+
+/// Where each expert's rows are among the rows, sorted by expert.
 #[derive(Clone, Debug)]
 pub struct Groups {
-    /// `[rows]`: the expert of each row.
-    pub experts: Tensor<1, Int>,
+    /// `[tiles x 3]`: each tile's expert, first row and rows (at most four, all one expert's).
+    pub tiles: Tensor<1, Int>,
     /// `[experts + 1]`: expert `e`'s rows are `offsets[e]..offsets[e + 1]`.
     pub offsets: Tensor<1, Int>,
 }
 
-/// `out[r] = x[r] W[experts[r]]`.
+impl Groups {
+    /// The groups of rows sorted by expert, `counts[e]` of them expert `e`'s, each int tensor
+    /// made by `upload`.
+    pub fn new(counts: &[usize], upload: impl Fn(Vec<i64>) -> Tensor<1, Int>) -> Self {
+        let mut offsets = Vec::with_capacity(counts.len() + 1);
+        let mut tiles = Vec::new();
+        let mut start = 0;
+        for (expert, &count) in counts.iter().enumerate() {
+            offsets.push(start as i64);
+            for first in (0..count).step_by(TILE_ROWS) {
+                let rows = TILE_ROWS.min(count - first);
+                tiles.extend([expert, start + first, rows].map(|n| n as i64));
+            }
+            start += count;
+        }
+        offsets.push(start as i64);
+        Self {
+            tiles: upload(tiles),
+            offsets: upload(offsets),
+        }
+    }
+}
+
+/// `out[r] = x[r] W[e]` for each row `r` of expert `e`.
 ///
 /// # Shapes
 /// - x: `[rows, d_input]`, sorted by expert
@@ -58,15 +84,15 @@ pub struct Groups {
 pub fn grouped_matmul(x: Tensor<2>, weights: Tensor<3>, groups: &Groups) -> Tensor<2> {
     let [experts, inputs, outputs] = weights.dims();
     let ints = (
-        raw_int(groups.experts.clone()),
+        raw_int(groups.tiles.clone()),
         raw_int(groups.offsets.clone()),
     );
-    let (Some(route), (Some(rows), Some(offsets))) = (Route::of(&x), ints) else {
+    let (Some(route), (Some(tiles), Some(offsets))) = (Route::of(&x), ints) else {
         unreachable!("vramlab runs on the cubecl backend alone")
     };
-    let groups = RawGroups { rows, offsets };
+    let groups = RawGroups { tiles, offsets };
     match route {
-        Route::Plain => plain(product(raw(x), raw(weights), &groups.rows, false)),
+        Route::Plain => plain(product(raw(x), raw(weights), &groups.tiles, false)),
         Route::Autodiff(strategy) => run_recorded(
             GroupedMatmul {
                 groups,
@@ -82,13 +108,13 @@ pub fn grouped_matmul(x: Tensor<2>, weights: Tensor<3>, groups: &Groups) -> Tens
 /// The int tensors of [`Groups`] as the backend holds them.
 #[derive(Clone, Debug)]
 struct RawGroups {
-    rows: RawInt,
+    tiles: RawInt,
     offsets: RawInt,
 }
 
 /// `x W[e]`, or with `transposed`, `x W[e]^T` (the weight read transposed where it lies), as an
 /// op on the device's fusion stream.
-fn product(x: Raw, weights: Raw, rows: &RawInt, transposed: bool) -> Raw {
+fn product(x: Raw, weights: Raw, tiles: &RawInt, transposed: bool) -> Raw {
     let client = x.client.clone();
     let [_, inputs, outputs] = three(&weights.shape);
     let columns = if transposed { inputs } else { outputs };
@@ -99,7 +125,7 @@ fn product(x: Raw, weights: Raw, rows: &RawInt, transposed: bool) -> Raw {
     );
     let desc = CustomOpIr::new(
         "vramlab_grouped_matmul",
-        &[x.into_ir(), weights.into_ir(), rows.clone().into_ir()],
+        &[x.into_ir(), weights.into_ir(), tiles.clone().into_ir()],
         &[out],
     );
     let op = Launch {
@@ -166,7 +192,12 @@ impl Operation<Runtime> for Launch {
             out.shape.clone(),
             out.dtype,
         );
-        let units = out.shape.num_elements();
+        // Invocations: a block of four by four output values each.
+        let blocks = |n: usize| n.div_ceil(4);
+        let units = match self.kind {
+            Kind::Product { .. } => ints.meta.shape()[0] / 3 * blocks(out.shape[1]),
+            Kind::WeightGradient => out.shape[0] * blocks(out.shape[1]) * blocks(out.shape[2]),
+        };
         if units > 0 {
             let client = &first.client;
             let cube_dim = CubeDim::new(client, units);
@@ -178,10 +209,11 @@ impl Operation<Runtime> for Launch {
                 .unwrap_or_default();
             let types = [elem(first.dtype), elem(ints.dtype)];
             let client = client.clone();
-            // Safety: each invocation writes the one value of `output` it is given (past the
-            // end, it returns), and reads rows of `first` and `second` that the groups keep in
-            // range: every row's expert is below the weights' first dimension, every offset
-            // at most the rows (`moe::Dispatch` builds them so).
+            // Safety: each invocation writes the values of its block that lie inside `output`
+            // (past the last block, it returns), and reads rows of `first` and `second` that
+            // the groups keep in range: every tile's expert is below the weights' first
+            // dimension and its rows among the rows, every offset at most the rows
+            // (`Groups::new` builds them so from counts that sum to the rows).
             unsafe {
                 match self.kind {
                     Kind::Product { transposed } => kernels::grouped_product::launch_unchecked(
@@ -233,44 +265,87 @@ fn elem(dtype: DType) -> ElemType {
 }
 
 /// The kernels, apart from burn's names (cubecl's prelude has its own `Tensor` and `Int`).
+/// Each invocation computes a block of 4 x 4 output values in registers: per step of the
+/// product's depth it loads four values of each side for sixteen products (a value an
+/// invocation loaded two for one, and ran three times slower than burn's matmul on lavapipe).
+// `(n + 3) / 4`, not `div_ceil`: a cube function's arithmetic is what cubecl expands.
+#[allow(clippy::manual_div_ceil)]
 mod kernels {
     use cubecl::prelude::*;
 
-    /// `out[r, n] = sum_k x[r, k] W[experts[r], k, n]` (with `transposed`, `W[experts[r], n, k]`).
+    /// `out[r, n] = sum_k x[r, k] W[e, k, n]` (with `transposed`, `W[e, n, k]`) for the rows
+    /// of each tile (`tiles`: its expert, first row and rows, three ints a tile), four rows
+    /// and four columns an invocation.
     #[cube(launch_unchecked, address_type = "dynamic")]
     pub fn grouped_product<F: Float, I: Int>(
         x: &Tensor<F>,
         weights: &Tensor<F>,
-        experts: &Tensor<I>,
+        tiles: &Tensor<I>,
         out: &mut Tensor<F>,
         #[comptime] transposed: bool,
         #[define(F, I)] _types: [ElemType; 2],
     ) {
-        if ABSOLUTE_POS >= out.len() {
+        let columns = out.shape(1);
+        let column_blocks = (columns + 3) / 4;
+        if ABSOLUTE_POS >= (tiles.shape(0) / 3) * column_blocks {
             terminate!();
         }
-        let columns = out.shape(1);
-        let row = ABSOLUTE_POS / columns;
-        let column = ABSOLUTE_POS % columns;
-        let expert = usize::cast_from(experts[row * experts.stride(0)]);
+        let tile = ABSOLUTE_POS / column_blocks;
+        let first_column = (ABSOLUTE_POS % column_blocks) * 4;
+        let expert = usize::cast_from(tiles[(tile * 3) * tiles.stride(0)]);
+        let first_row = usize::cast_from(tiles[(tile * 3 + 1) * tiles.stride(0)]);
+        let rows = usize::cast_from(tiles[(tile * 3 + 2) * tiles.stride(0)]);
         // The weight's strides along the product's depth and its columns.
         let (depth_stride, column_stride) = if transposed {
             (weights.stride(2), weights.stride(1))
         } else {
             (weights.stride(1), weights.stride(2))
         };
-        let x_row = row * x.stride(0);
-        let w_at = expert * weights.stride(0) + column * column_stride;
-        let mut sum = f32::new(0.0);
-        for k in 0..x.shape(1) {
-            sum += f32::cast_from(x[x_row + k * x.stride(1)])
-                * f32::cast_from(weights[w_at + k * depth_stride]);
+        // Past the tile's rows or the output's columns, read the last one (and write nothing).
+        let last_row = first_row + rows - 1;
+        let mut row_at = Array::<usize>::new(4usize);
+        let mut column_at = Array::<usize>::new(4usize);
+        #[unroll]
+        for i in 0..4 {
+            let row = select(first_row + i < last_row, first_row + i, last_row);
+            row_at[i] = row * x.stride(0);
+            let column = select(first_column + i < columns, first_column + i, columns - 1);
+            column_at[i] = expert * weights.stride(0) + column * column_stride;
         }
-        let at = row * out.stride(0) + column * out.stride(1);
-        out[at] = F::cast_from(sum);
+        let mut sums = Array::<f32>::new(16usize);
+        #[unroll]
+        for i in 0..16 {
+            sums[i] = f32::new(0.0);
+        }
+        let mut w = Array::<f32>::new(4usize);
+        for k in 0..x.shape(1) {
+            #[unroll]
+            for j in 0..4 {
+                w[j] = f32::cast_from(weights[column_at[j] + k * depth_stride]);
+            }
+            #[unroll]
+            for i in 0..4 {
+                let value = f32::cast_from(x[row_at[i] + k * x.stride(1)]);
+                #[unroll]
+                for j in 0..4 {
+                    sums[i * 4 + j] += value * w[j];
+                }
+            }
+        }
+        #[unroll]
+        for i in 0..4 {
+            #[unroll]
+            for j in 0..4 {
+                if i < rows && first_column + j < columns {
+                    let at = (first_row + i) * out.stride(0) + (first_column + j) * out.stride(1);
+                    out[at] = F::cast_from(sums[i * 4 + j]);
+                }
+            }
+        }
     }
 
-    /// `grad[e, k, n] = sum_{r in offsets[e]..offsets[e + 1]} x[r, k] dy[r, n]`.
+    /// `grad[e, k, n] = sum_{r in offsets[e]..offsets[e + 1]} x[r, k] dy[r, n]`, four depths
+    /// and four columns an invocation.
     #[cube(launch_unchecked, address_type = "dynamic")]
     pub fn grouped_weight_gradient<F: Float, I: Int>(
         x: &Tensor<F>,
@@ -279,23 +354,59 @@ mod kernels {
         grad: &mut Tensor<F>,
         #[define(F, I)] _types: [ElemType; 2],
     ) {
-        if ABSOLUTE_POS >= grad.len() {
-            terminate!();
-        }
         let columns = grad.shape(2);
         let depth = grad.shape(1);
-        let column = ABSOLUTE_POS % columns;
-        let k = (ABSOLUTE_POS / columns) % depth;
-        let expert = ABSOLUTE_POS / (columns * depth);
+        let column_blocks = (columns + 3) / 4;
+        let depth_blocks = (depth + 3) / 4;
+        if ABSOLUTE_POS >= grad.shape(0) * depth_blocks * column_blocks {
+            terminate!();
+        }
+        let first_column = (ABSOLUTE_POS % column_blocks) * 4;
+        let first_k = ((ABSOLUTE_POS / column_blocks) % depth_blocks) * 4;
+        let expert = ABSOLUTE_POS / (column_blocks * depth_blocks);
         let start = usize::cast_from(offsets[expert * offsets.stride(0)]);
         let end = usize::cast_from(offsets[(expert + 1) * offsets.stride(0)]);
-        let mut sum = f32::new(0.0);
-        for r in start..end {
-            sum += f32::cast_from(x[r * x.stride(0) + k * x.stride(1)])
-                * f32::cast_from(dy[r * dy.stride(0) + column * dy.stride(1)]);
+        let mut k_at = Array::<usize>::new(4usize);
+        let mut column_at = Array::<usize>::new(4usize);
+        #[unroll]
+        for i in 0..4 {
+            let k = select(first_k + i < depth, first_k + i, depth - 1);
+            k_at[i] = k * x.stride(1);
+            let column = select(first_column + i < columns, first_column + i, columns - 1);
+            column_at[i] = column * dy.stride(1);
         }
-        let at = expert * grad.stride(0) + k * grad.stride(1) + column * grad.stride(2);
-        grad[at] = F::cast_from(sum);
+        let mut sums = Array::<f32>::new(16usize);
+        #[unroll]
+        for i in 0..16 {
+            sums[i] = f32::new(0.0);
+        }
+        let mut d = Array::<f32>::new(4usize);
+        for r in start..end {
+            #[unroll]
+            for j in 0..4 {
+                d[j] = f32::cast_from(dy[r * dy.stride(0) + column_at[j]]);
+            }
+            #[unroll]
+            for i in 0..4 {
+                let value = f32::cast_from(x[r * x.stride(0) + k_at[i]]);
+                #[unroll]
+                for j in 0..4 {
+                    sums[i * 4 + j] += value * d[j];
+                }
+            }
+        }
+        #[unroll]
+        for i in 0..4 {
+            #[unroll]
+            for j in 0..4 {
+                if first_k + i < depth && first_column + j < columns {
+                    let at = expert * grad.stride(0)
+                        + (first_k + i) * grad.stride(1)
+                        + (first_column + j) * grad.stride(2);
+                    grad[at] = F::cast_from(sums[i * 4 + j]);
+                }
+            }
+        }
     }
 }
 
@@ -334,7 +445,7 @@ impl Backward<Cube, 2> for GroupedMatmulBackward {
         let [x_parent, w_parent] = &ops.parents;
         if let (Some(node), Some(weights)) = (x_parent, weights) {
             let stacked = raw(plain::<2>(weights).reshape(shape));
-            grads.register::<Cube>(node.id, product(grad.clone(), stacked, &groups.rows, true));
+            grads.register::<Cube>(node.id, product(grad.clone(), stacked, &groups.tiles, true));
         }
         if let (Some(node), Some(x)) = (w_parent, x) {
             let [experts, inputs, outputs] = shape;
@@ -350,9 +461,9 @@ impl Recorded<2> for GroupedMatmul {
         let [x, weights] = inputs;
         let (x_tracked, w_tracked) = (x.is_tracked(), weights.is_tracked());
         let nodes = [x.node(), weights.node()];
-        let forward = |x: Raw, weights: Raw, rows: &RawInt| {
+        let forward = |x: Raw, weights: Raw, tiles: &RawInt| {
             let stacked = raw(plain::<2>(weights).reshape(self.weights));
-            product(x, stacked, rows, false)
+            product(x, stacked, tiles, false)
         };
         match GroupedMatmulBackward
             .prepare::<C>(nodes)
@@ -365,7 +476,7 @@ impl Recorded<2> for GroupedMatmul {
                 let out = forward(
                     x.into_primitive(),
                     weights.into_primitive(),
-                    &self.groups.rows,
+                    &self.groups.tiles,
                 );
                 prep.finish(
                     Saved {
@@ -380,7 +491,7 @@ impl Recorded<2> for GroupedMatmul {
             OpsKind::UnTracked(prep) => prep.finish(forward(
                 x.into_primitive(),
                 weights.into_primitive(),
-                &self.groups.rows,
+                &self.groups.tiles,
             )),
         }
     }

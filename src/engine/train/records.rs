@@ -51,6 +51,11 @@ pub struct StepRecord {
     /// optimizer's state saves, even where the high-water mark does not see it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category_sizes: Option<Categories>,
+    /// Kernels the training step compiled (upload, forward, backward and optimizer; not the
+    /// loss read-back or the evaluation after it), as cubecl counts its compilations
+    /// (process-wide: nothing else compiles while a run steps).
+    #[serde(default)]
+    pub kernels_compiled: usize,
 }
 
 impl StepRecord {
@@ -67,6 +72,7 @@ impl StepRecord {
             skipped: false,
             categories: None,
             category_sizes: None,
+            kernels_compiled: 0,
         };
         record.refresh_peak();
         record

@@ -194,6 +194,7 @@ impl Run {
     async fn advance(&mut self, step: usize) -> Result<StepOutcome, EngineError> {
         let config = &self.ctx.config;
         let started = Instant::now();
+        let compiled_before = burn::cubecl::logging::kernels_compiled();
         self.ctx.meter.begin_step(step);
         let picked = self.order.next_indices(config.batch_size);
         let last_of_epoch = self.order.epoch_ends(config.batch_size);
@@ -205,6 +206,8 @@ impl Run {
         let end = ctx.meter.read(Phase::Optimizer, Site::OptimizerStep)?;
         ctx.meter.keep(Phase::Optimizer, end);
         let ms = started.elapsed().as_secs_f64() * 1e3;
+        // The end-of-step reading synced the device: every kernel the step launched is compiled.
+        let kernels_compiled = burn::cubecl::logging::kernels_compiled() - compiled_before;
         let memory = ctx.meter.take_step();
         let held = ctx.hooks.report().leaked_bytes;
         let sizes = categories::sizes_of_step(&memory.marks, self.carried_in_use, self.setup, held);
@@ -217,6 +220,7 @@ impl Run {
         let notes = ctx.hooks.notes();
         record.loss_scale = notes.loss_scale;
         record.skipped = notes.skipped;
+        record.kernels_compiled = kernels_compiled;
         self.steps.push(record);
 
         let eval_due = self.evaluates_after(step);

@@ -12,6 +12,17 @@ use cubecl_environment::future::spawn_detached;
 
 use super::{ProfileLevel, Profiled};
 
+/// Kernels compiled in this process so far, on every device and runtime (vramlab's patch, see
+/// vendor/README.md): every compilation passes through [`ServerLogger::log_compilation`]
+/// whether or not the compilation logger is on, so a caller reading this before and after a
+/// piece of work learns how many kernels it compiled.
+static KERNELS_COMPILED: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Kernels compiled in this process so far (see [`KERNELS_COMPILED`]).
+pub fn kernels_compiled() -> usize {
+    KERNELS_COMPILED.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 enum LogMessage {
     Execution(String),
     Compilation(String),
@@ -125,6 +136,7 @@ impl ServerLogger {
     where
         I: Display,
     {
+        KERNELS_COMPILED.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         if let Some(channel) = &self.log_channel
             && self.log_compile_info
         {
