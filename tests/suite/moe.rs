@@ -54,11 +54,13 @@ fn the_tiny_mixtral_trains_with_falling_loss_and_reports_its_routing() {
     );
     assert!(last < 0.9 * first, "loss {first} -> {last}");
     // Each step routes new counts to each expert, sizes the grouped products take at launch:
-    // after the second step the training steps compile nothing new.
+    // after the second step the training steps compile nothing new. (What the first steps
+    // compile depends on the tests before: kernels are compiled once a device, and the suite
+    // shares one.)
     let compiled: Vec<usize> = timeline.steps.iter().map(|s| s.kernels_compiled).collect();
     println!("kernels compiled a step: {compiled:?}");
     assert!(
-        compiled[0] > 0 && compiled[2..].iter().all(|&n| n == 0),
+        compiled[2..].iter().all(|&n| n == 0),
         "kernels compiled a step: {compiled:?}"
     );
     assert_eq!(load.source, "measured");

@@ -314,12 +314,15 @@ fn mixtral_plans_exactly_the_routing_it_ran() {
 #[test]
 #[ignore = "full tier (bash .ci/test --full)"]
 fn mixtral_plans_exactly_the_routing_it_ran_every_case() {
-    // Qwen3-MoE's eight experts under LoRA with per-layer checkpointing too.
+    // Qwen3-MoE's eight experts under LoRA with per-layer checkpointing too, and the experts
+    // run as the loop (one Linear and one product an expert), which holds other tensors.
+    let looped = [LORA_LAYERS.as_slice(), &["strategies.experts=loop"]].concat();
     each_plans_exactly(
         &[
             ("sort-mixtral", &[]),
             ("sort-mixtral", &["strategies.attention=fused"]),
             ("sort-qwen3-moe", &LORA_LAYERS),
+            ("sort-mixtral", &looped),
         ],
         64,
     );

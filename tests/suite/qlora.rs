@@ -231,7 +231,11 @@ fn a_q4_lora_llama_learns_and_a_q4_head_run_trains() {
 
 /// A short QLoRA run of `preset`: every step's loss finite, the quantized base storing its
 /// body's matrices, the adapters alone training. What its base stored.
-fn short_qlora_run(gpu: &vramlab::engine::device::Gpu, preset: &str) -> QuantizedWeights {
+/// The run's stored base, and the fields its fallbacks name.
+fn short_qlora_run(
+    gpu: &vramlab::engine::device::Gpu,
+    preset: &str,
+) -> (QuantizedWeights, Vec<String>) {
     let timeline = run(
         gpu,
         config(
@@ -261,7 +265,8 @@ fn short_qlora_run(gpu: &vramlab::engine::device::Gpu, preset: &str) -> Quantize
         summary.trainable_params, summary.adapter_params,
         "{preset}: only the adapters train"
     );
-    stored
+    let fallbacks = summary.fallbacks.iter().map(|f| f.field.clone()).collect();
+    (stored, fallbacks)
 }
 
 /// Mixtral's routers (64 x 4) tile into no block and stay 16-bit: their adapters are f32 as
@@ -269,8 +274,10 @@ fn short_qlora_run(gpu: &vramlab::engine::device::Gpu, preset: &str) -> Quantize
 #[test]
 fn a_qlora_mixtral_trains_over_the_matrices_it_could_not_quantize() {
     let (_lock, gpu) = gpu();
-    let stored = short_qlora_run(&gpu, "sort-mixtral");
+    let (stored, fallbacks) = short_qlora_run(&gpu, "sort-mixtral");
     assert_eq!(stored.untiled_matrices, 2, "the two blocks' routers");
+    // Grouped products asked for (the default) over a 4-bit base: the loop, said so.
+    assert_eq!(fallbacks, ["strategies.experts"]);
 }
 
 /// QLoRA run for real, briefly, in each other family newer than the Llama.

@@ -7,7 +7,7 @@ mod drawn;
 mod hook;
 mod llama;
 mod mlp;
-pub(crate) mod moe;
+mod moe;
 mod recurrent;
 mod rotary;
 pub mod stacked_cells;

@@ -69,7 +69,8 @@ struct Stacked {
 /// LoRA on a stacked matrix: each expert's own factors `A` (`[experts, d_input, rank]`) and
 /// `B` (`[experts, rank, d_output]`), as PEFT's `target_parameters` adapts transformers' 3-D
 /// expert parameters, computed as `x W + s (x A) B` like every adapted layer here
-/// (`models::dense`).
+/// (`models::dense`). Module walks know its fields as an adapter's by this struct's name
+/// (`ops::walk::STACKED_ADAPTER`).
 #[derive(Module, Debug)]
 pub struct StackedAdapter {
     a: Param<Tensor<3>>,
@@ -77,10 +78,6 @@ pub struct StackedAdapter {
     #[module(skip)]
     scale: f64,
 }
-
-/// The container type a module walk is given inside a [`StackedAdapter`] (burn's derive names
-/// the struct a field belongs to): its factors are an adapter's, as a `Reparameterization`'s are.
-pub const STACKED_ADAPTER: &str = "Struct:StackedAdapter";
 
 /// The sparse feed-forward of one block.
 #[derive(Module, Debug)]

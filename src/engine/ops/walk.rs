@@ -1,8 +1,6 @@
 //! What a walk over a module's parameters (a burn visitor's or mapper's) needs to know of
 //! where it is.
 
-use crate::engine::models::moe::STACKED_ADAPTER;
-
 /// Whether a module walk (a visitor's or a mapper's) is inside a LoRA adapter: burn enters a
 /// parameter's reparameterization as a module of that container type, after its base, and a
 /// stacked expert matrix's factors as fields of `models::moe::StackedAdapter`.
@@ -27,6 +25,11 @@ impl AdapterDepth {
         self.0 > 0
     }
 }
+
+/// The container type a module walk is given inside `models::moe::StackedAdapter` (burn's derive
+/// names the struct a field belongs to): its factors are an adapter's, as a
+/// `Reparameterization`'s are.
+pub const STACKED_ADAPTER: &str = "Struct:StackedAdapter";
 
 fn is_adapter(container_type: &str) -> bool {
     container_type == "Reparameterization" || container_type == STACKED_ADAPTER

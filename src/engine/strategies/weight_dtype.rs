@@ -42,14 +42,14 @@ use burn::tensor::quantization::{QuantScheme, QuantValue};
 use burn::tensor::{DType, FloatDType, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::config::{EvalMode, MixedPrecision, RunConfig, WeightDtype};
+use crate::engine::config::{EvalMode, ExpertsPath, MixedPrecision, RunConfig, WeightDtype};
 use crate::engine::device::AdapterInfo;
 use crate::engine::error::{ConfigError, EngineError};
 pub use crate::engine::layout::BlockFormat;
 use crate::engine::memory::meter::Meter;
 use crate::engine::models::Model;
 use crate::engine::ops::shard::{Layouts, Packed, Replicated};
-use crate::engine::outcome::Site;
+use crate::engine::outcome::{Fallback, Site};
 use crate::engine::phase::Phase;
 
 use super::{Report, Strategy, beneath_autodiff};
@@ -103,6 +103,9 @@ impl QuantizedWeights {
 pub struct QuantizedBase {
     format: Option<BlockFormat>,
     stored: Option<QuantizedWeights>,
+    /// A mixture of experts asked for grouped products, which a quantized base runs as the
+    /// loop: said in the report, not done in silence.
+    experts_looped: Option<Fallback>,
 }
 
 impl QuantizedBase {
@@ -115,8 +118,26 @@ impl QuantizedBase {
                 false => BlockFormat::of(config.strategies.weight_dtype, adapter.shader_f16),
             },
             stored: None,
+            experts_looped: looped_experts(config),
         }
     }
+}
+
+/// The fallback a mixture of experts' grouped products take over a 4- or 8-bit base.
+fn looped_experts(config: &RunConfig) -> Option<Fallback> {
+    let s = &config.strategies;
+    let asked = config.model.experts > 0 && s.experts == ExpertsPath::Grouped;
+    (asked && s.weight_dtype.is_quantized_base()).then(|| {
+        Fallback::new(
+            "strategies.experts",
+            ExpertsPath::Grouped.name(),
+            format!(
+                "a {} base is quantized one matrix at a time, as bitsandbytes quantizes each \
+                 expert's Linear, so the experts run as the loop (one product an expert)",
+                s.weight_dtype.name()
+            ),
+        )
+    })
 }
 
 impl Strategy for QuantizedBase {
@@ -133,6 +154,7 @@ impl Strategy for QuantizedBase {
         if self.stored.is_some() {
             report.quantized = self.stored;
         }
+        report.fallbacks.extend(self.experts_looped.clone());
     }
 }
 
