@@ -115,44 +115,37 @@ struct RawGroups {
 /// `x W[e]`, or with `transposed`, `x W[e]^T` (the weight read transposed where it lies), as an
 /// op on the device's fusion stream.
 fn product(x: Raw, weights: Raw, tiles: &RawInt, transposed: bool) -> Raw {
-    let client = x.client.clone();
     let [_, inputs, outputs] = three(&weights.shape);
     let columns = if transposed { inputs } else { outputs };
-    let out = TensorIr::uninit(
-        client.create_empty_handle(),
-        Shape::from(vec![x.shape[0], columns]),
-        x.dtype,
-    );
-    let desc = CustomOpIr::new(
-        "vramlab_grouped_matmul",
-        &[x.into_ir(), weights.into_ir(), tiles.clone().into_ir()],
-        &[out],
-    );
-    let op = Launch {
-        desc: desc.clone(),
-        kind: Kind::Product { transposed },
-    };
-    client
-        .register(StreamId::current(), OperationIr::Custom(desc), op)
-        .remove(0)
+    let shape = vec![x.shape[0], columns];
+    queue(Kind::Product { transposed }, [x, weights], tiles, shape)
 }
 
 /// `dW[e] = x_e^T dy_e` over each expert's rows, `[experts, d_input, d_output]`.
 fn weight_gradient(x: Raw, grad: Raw, offsets: &RawInt, experts: usize) -> Raw {
-    let client = x.client.clone();
+    let shape = vec![experts, x.shape[1], grad.shape[1]];
+    queue(Kind::WeightGradient, [x, grad], offsets, shape)
+}
+
+/// The grouped kernel `kind` over `floats` and `ints`, queued on the fusion stream, its output
+/// `shape` in the second float's type.
+fn queue(kind: Kind, floats: [Raw; 2], ints: &RawInt, shape: Vec<usize>) -> Raw {
+    let [first, second] = floats;
+    let client = first.client.clone();
     let out = TensorIr::uninit(
         client.create_empty_handle(),
-        Shape::from(vec![experts, x.shape[1], grad.shape[1]]),
-        grad.dtype,
+        Shape::from(shape),
+        second.dtype,
     );
-    let desc = CustomOpIr::new(
-        "vramlab_grouped_weight_gradient",
-        &[x.into_ir(), grad.into_ir(), offsets.clone().into_ir()],
-        &[out],
-    );
+    let name = match kind {
+        Kind::Product { .. } => "vramlab_grouped_matmul",
+        Kind::WeightGradient => "vramlab_grouped_weight_gradient",
+    };
+    let inputs = [first.into_ir(), second.into_ir(), ints.clone().into_ir()];
+    let desc = CustomOpIr::new(name, &inputs, &[out]);
     let op = Launch {
         desc: desc.clone(),
-        kind: Kind::WeightGradient,
+        kind,
     };
     client
         .register(StreamId::current(), OperationIr::Custom(desc), op)
@@ -209,6 +202,8 @@ impl Operation<Runtime> for Launch {
                 .unwrap_or_default();
             let types = [elem(first.dtype), elem(ints.dtype)];
             let client = client.clone();
+            let [first, second, ints, written] =
+                [first, second, ints, output.clone()].map(|tensor| tensor.into_tensor_arg());
             // Safety: each invocation writes the values of its block that lie inside `output`
             // (past the last block, it returns), and reads rows of `first` and `second` that
             // the groups keep in range: every tile's expert is below the weights' first
@@ -217,27 +212,11 @@ impl Operation<Runtime> for Launch {
             unsafe {
                 match self.kind {
                     Kind::Product { transposed } => kernels::grouped_product::launch_unchecked(
-                        &client,
-                        cube_count,
-                        cube_dim,
-                        address,
-                        first.into_tensor_arg(),
-                        second.into_tensor_arg(),
-                        ints.into_tensor_arg(),
-                        output.clone().into_tensor_arg(),
-                        transposed,
-                        types,
+                        &client, cube_count, cube_dim, address, first, second, ints, written,
+                        transposed, types,
                     ),
                     Kind::WeightGradient => kernels::grouped_weight_gradient::launch_unchecked(
-                        &client,
-                        cube_count,
-                        cube_dim,
-                        address,
-                        first.into_tensor_arg(),
-                        second.into_tensor_arg(),
-                        ints.into_tensor_arg(),
-                        output.clone().into_tensor_arg(),
-                        types,
+                        &client, cube_count, cube_dim, address, first, second, ints, written, types,
                     ),
                 }
             }
@@ -312,25 +291,16 @@ mod kernels {
             let column = select(first_column + i < columns, first_column + i, columns - 1);
             column_at[i] = expert * weights.stride(0) + column * column_stride;
         }
-        let mut sums = Array::<f32>::new(16usize);
-        #[unroll]
-        for i in 0..16 {
-            sums[i] = f32::new(0.0);
-        }
-        let mut w = Array::<f32>::new(4usize);
+        let mut sums = zeroed_block();
+        let mut left = Array::<f32>::new(4usize);
+        let mut right = Array::<f32>::new(4usize);
         for k in 0..x.shape(1) {
             #[unroll]
-            for j in 0..4 {
-                w[j] = f32::cast_from(weights[column_at[j] + k * depth_stride]);
-            }
-            #[unroll]
             for i in 0..4 {
-                let value = f32::cast_from(x[row_at[i] + k * x.stride(1)]);
-                #[unroll]
-                for j in 0..4 {
-                    sums[i * 4 + j] += value * w[j];
-                }
+                left[i] = f32::cast_from(x[row_at[i] + k * x.stride(1)]);
+                right[i] = f32::cast_from(weights[column_at[i] + k * depth_stride]);
             }
+            add_outer_product(&mut sums, &left, &right);
         }
         #[unroll]
         for i in 0..4 {
@@ -340,6 +310,29 @@ mod kernels {
                     let at = (first_row + i) * out.stride(0) + (first_column + j) * out.stride(1);
                     out[at] = F::cast_from(sums[i * 4 + j]);
                 }
+            }
+        }
+    }
+
+    /// A 4 x 4 block of f32 sums, zeroed.
+    #[cube]
+    fn zeroed_block() -> Array<f32> {
+        let mut sums = Array::<f32>::new(16usize);
+        #[unroll]
+        for i in 0..16 {
+            sums[i] = f32::new(0.0);
+        }
+        sums
+    }
+
+    /// `sums[i * 4 + j] += left[i] right[j]`: one step of a 4 x 4 block's products.
+    #[cube]
+    fn add_outer_product(sums: &mut Array<f32>, left: &Array<f32>, right: &Array<f32>) {
+        #[unroll]
+        for i in 0..4 {
+            #[unroll]
+            for j in 0..4 {
+                sums[i * 4 + j] += left[i] * right[j];
             }
         }
     }
@@ -375,25 +368,16 @@ mod kernels {
             let column = select(first_column + i < columns, first_column + i, columns - 1);
             column_at[i] = column * dy.stride(1);
         }
-        let mut sums = Array::<f32>::new(16usize);
-        #[unroll]
-        for i in 0..16 {
-            sums[i] = f32::new(0.0);
-        }
-        let mut d = Array::<f32>::new(4usize);
+        let mut sums = zeroed_block();
+        let mut left = Array::<f32>::new(4usize);
+        let mut right = Array::<f32>::new(4usize);
         for r in start..end {
             #[unroll]
-            for j in 0..4 {
-                d[j] = f32::cast_from(dy[r * dy.stride(0) + column_at[j]]);
-            }
-            #[unroll]
             for i in 0..4 {
-                let value = f32::cast_from(x[r * x.stride(0) + k_at[i]]);
-                #[unroll]
-                for j in 0..4 {
-                    sums[i * 4 + j] += value * d[j];
-                }
+                left[i] = f32::cast_from(x[r * x.stride(0) + k_at[i]]);
+                right[i] = f32::cast_from(dy[r * dy.stride(0) + column_at[i]]);
             }
+            add_outer_product(&mut sums, &left, &right);
         }
         #[unroll]
         for i in 0..4 {
