@@ -60,7 +60,7 @@ fn with_bias<const D: usize>(y: Tensor<D>, bias: Option<Tensor<1>>) -> Tensor<D>
 }
 
 /// `t` in the float type `dtype` (a cast only where the two differ).
-fn in_dtype(t: Tensor<2>, dtype: DType) -> Tensor<2> {
+pub(super) fn in_dtype<const D: usize>(t: Tensor<D>, dtype: DType) -> Tensor<D> {
     if t.dtype() == dtype {
         t
     } else {

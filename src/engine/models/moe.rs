@@ -29,13 +29,11 @@ use serde::{Deserialize, Serialize};
 use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::{silu, softmax};
-use burn::tensor::{
-    DType, Device, Distribution, FloatDType, IndexingUpdateOp, Int, Tensor, TensorData,
-};
+use burn::tensor::{DType, Device, Distribution, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use crate::engine::ops::grouped_matmul::{Groups, grouped_matmul};
 
-use super::dense::dense;
+use super::dense::{dense, in_dtype};
 use super::drawn::Drawn;
 use super::hook::{LayerHook, Op};
 use super::upload::uploaded;
@@ -468,7 +466,13 @@ impl Experts {
         // some plans and after it in others, identical plans in one process (fusion decides
         // when queued kernels launch): sort-mixtral's plan came out 3,776 B under its run in
         // one case in ten (two index tensors of 1,888 B), and 65,984 B under in evaluation.
-        let dispatch = Dispatch::upload(&assignment, self.count, self.top_k, &routed.rows.device());
+        let dispatch = Dispatch::upload(
+            &assignment,
+            self.count,
+            self.top_k,
+            self.stacked.is_some(),
+            &routed.rows.device(),
+        );
         self.combine(routed, &dispatch, hook)
     }
 
@@ -477,7 +481,13 @@ impl Experts {
     pub fn forward_recomputed(&self, x: Tensor<3>, hook: &mut impl LayerHook) -> Tensor<3> {
         // Uploaded before the router's kernels are queued (see `forward`).
         let assignment = self.routing.recomputed();
-        let dispatch = Dispatch::upload(&assignment, self.count, self.top_k, &x.device());
+        let dispatch = Dispatch::upload(
+            &assignment,
+            self.count,
+            self.top_k,
+            self.stacked.is_some(),
+            &x.device(),
+        );
         let routed = self.route(x);
         hook.after(Op::Router);
         self.combine(routed, &dispatch, hook)
@@ -524,10 +534,9 @@ impl Experts {
         let [tokens, width] = rows.dims();
         let device = rows.device();
         let mut out = Tensor::<2>::zeros([tokens, width], (&device, rows.dtype()));
-        if let Some(stack) = &self.stacked {
+        if let (Some(stack), Some(groups)) = (&self.stacked, &dispatch.groups) {
             // Every expert's rows in expert order, each product one grouped matmul over them.
             let input = rows.select(0, dispatch.tokens.clone());
-            let groups = &dispatch.groups;
             let hidden =
                 silu(stack.gate.product(input.clone(), groups)) * stack.up.product(input, groups);
             let output = stack.down.product(hidden, groups)
@@ -555,22 +564,28 @@ impl Experts {
 
 /// Where each expert's rows come from, uploaded once a pass: every slot (token `slot / top_k`,
 /// its weight `slot`) in expert order, the tokens of those slots, and each expert's range of
-/// them (on the host for the loop, on the device for the grouped products).
+/// them (on the host for the loop; uploaded as groups for the grouped products alone).
 struct Dispatch {
     slots: Tensor<1, Int>,
     tokens: Tensor<1, Int>,
     ranges: Vec<Range<usize>>,
-    groups: Groups,
+    groups: Option<Groups>,
 }
 
 impl Dispatch {
-    fn upload(assignment: &[usize], experts: usize, top_k: usize, device: &Device) -> Self {
+    fn upload(
+        assignment: &[usize],
+        experts: usize,
+        top_k: usize,
+        grouped: bool,
+        device: &Device,
+    ) -> Self {
         let mut slots_of = vec![Vec::new(); experts];
         for (slot, &expert) in assignment.iter().enumerate() {
             slots_of[expert].push(slot as i64);
         }
         let mut slots = Vec::with_capacity(assignment.len());
-        let ranges = slots_of
+        let ranges: Vec<Range<usize>> = slots_of
             .into_iter()
             .map(|of| {
                 let start = slots.len();
@@ -579,18 +594,20 @@ impl Dispatch {
             })
             .collect();
         let tokens: Vec<i64> = slots.iter().map(|&slot| slot / top_k as i64).collect();
-        let ranges: Vec<Range<usize>> = ranges;
         // Past the small pool's 64 KiB: unwritten under a dry run (`uploaded`).
         let upload = |values: Vec<i64>| {
             let len = values.len();
             uploaded::<1, Int>([len], device, || TensorData::new(values, [len]))
         };
-        let counts: Vec<usize> = ranges.iter().map(Range::len).collect();
+        let groups = grouped.then(|| {
+            let counts: Vec<usize> = ranges.iter().map(Range::len).collect();
+            Groups::new(&counts, upload)
+        });
         Self {
             slots: upload(slots),
             tokens: upload(tokens),
             ranges,
-            groups: Groups::new(&counts, upload),
+            groups,
         }
     }
 }
@@ -640,14 +657,5 @@ impl Stacked {
             b: Param::from_tensor(b),
             scale: alpha / rank as f64,
         });
-    }
-}
-
-/// `t` in the float type `dtype` (a cast only where the two differ).
-fn in_dtype(t: Tensor<3>, dtype: DType) -> Tensor<3> {
-    if t.dtype() == dtype {
-        t
-    } else {
-        t.cast(FloatDType::from(dtype))
     }
 }
