@@ -287,6 +287,9 @@ fn node<L: Recomputable, const N: usize>(
 }
 
 /// Where a block's input waits for backward.
+// One a checkpointed block, so the device variant's size (a tensor primitive with its device
+// handle, 216 bytes natively) against the host's pointer costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 enum Kept {
     Device(Raw),
