@@ -1,6 +1,7 @@
-//! vramlab's fused ops against the paths people run: the same outputs and the same gradients,
-//! on small shapes cut into small, uneven blocks so every block boundary is crossed; and whole
-//! runs with them agree step by step with burn's.
+//! vramlab's fused ops against the paths people run: the same outputs and the same gradients on
+//! small, odd shapes (cross-entropy cut into small, uneven blocks; attention's tiles of four rows
+//! or keys ending short and crossing the seams between grouped heads); and whole runs with them
+//! agree step by step with burn's.
 
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
@@ -33,7 +34,7 @@ fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
     let (_lock, gpu) = gpu();
     let device = gpu.device.clone().autodiff();
     device.seed(7);
-    // 37 positions in blocks of 5: seven full blocks and a short one.
+    // 37 positions in the kernels' tiles of four rows (or keys): nine full tiles and one row.
     let shape = [2, 3, 37, 8];
     for causal in [false, true] {
         let inputs = [
@@ -46,7 +47,7 @@ fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
             attention::naive(q, k, v, causal)
         });
         let (fused_out, fused_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
-            attention::fused_in_blocks(q, k, v, causal, 5)
+            attention::fused(q, k, v, causal)
         });
         let out_gap = relative_gap(naive_out, fused_out);
         println!("causal {causal}: output gap {out_gap:.2e}");
@@ -68,7 +69,7 @@ fn fused_attention_equals_naive_attention_in_outputs_and_gradients() {
         let [nq, nk, nv] = plain;
         let gap = relative_gap(
             attention::naive(nq, nk, nv, causal),
-            attention::fused_in_blocks(q, k, v, causal, 5),
+            attention::fused(q, k, v, causal),
         );
         assert!(
             gap < 1e-5,
@@ -156,7 +157,7 @@ fn grouped_fused_attention_equals_naive_attention_on_repeated_heads() {
     let (_lock, gpu) = gpu();
     let device = gpu.device.clone().autodiff();
     device.seed(9);
-    // Six query heads over two key/value heads, 13 positions: blocks of 5 folded rows cross
+    // Six query heads over two key/value heads, 13 positions: tiles of four folded rows cross
     // the seams between a group's heads.
     let (batch, heads, kv_heads, length, head_dim) = (2, 6, 2, 13, 8);
     for causal in [false, true] {
@@ -175,7 +176,7 @@ fn grouped_fused_attention_equals_naive_attention_on_repeated_heads() {
             attention::naive(q, k, v, causal)
         });
         let (fused_out, fused_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
-            attention::fused_grouped_in_blocks(q, k, v, causal, 5)
+            attention::fused_grouped(q, k, v, causal)
         });
         let out_gap = relative_gap(naive_out, fused_out);
         println!("grouped attention (causal {causal}): output gap {out_gap:.2e}");
@@ -358,8 +359,8 @@ fn fused_phi3_run_follows_the_naive_run() {
     fused_run_follows_naive_run("sort-phi3");
 }
 
-/// Gemma's attention: grouped heads, a sliding window and soft-capped scores, fused in small
-/// uneven blocks against the naive path (repeated heads, capped scores, both masks).
+/// Gemma's attention: grouped heads, a sliding window and soft-capped scores, fused, on an odd
+/// length, against the naive path (repeated heads, capped scores, both masks).
 #[test]
 fn windowed_capped_fused_attention_equals_the_naive_path() {
     let (_lock, gpu) = gpu();
@@ -393,11 +394,11 @@ fn windowed_capped_fused_attention_equals_the_naive_path() {
             burn::tensor::activation::softmax(scores, 3).matmul(v)
         });
         let (fused_out, fused_grads) = attention_and_grads(&inputs, &upstream, |q, k, v| {
-            attention::fused_grouped_masked_in_blocks(q, k, v, masking, 5)
+            attention::fused_grouped_masked(q, k, v, masking)
         });
         // The window and the cap change the output: the comparison is not of plain attention.
         let [q, k, v] = inputs.clone().map(|t| t.inner());
-        let plain = attention::fused_grouped_in_blocks(q, k, v, true, 5);
+        let plain = attention::fused_grouped(q, k, v, true);
         let changed = relative_gap(plain, fused_out.clone());
         let scale = fused_out.clone().abs().max().into_scalar::<f32>();
         println!("window {window}, cap {cap}: output scale {scale:.3}, {changed:.2e} from plain");

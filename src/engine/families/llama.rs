@@ -13,7 +13,7 @@ use crate::engine::data::Dataset;
 use crate::engine::error::ConfigError;
 use crate::engine::hf_config::{Fields, HfType, divides};
 use crate::engine::memory::LayerEstimate;
-use crate::engine::memory::analytic::{F32, attention_block, linear_tensors};
+use crate::engine::memory::analytic::{F32, linear_tensors};
 use crate::engine::memory::largest::{Oversized, TensorSizes, sequence_tensors};
 use crate::engine::models::{self, LlamaSize, Model, RoutingSource};
 use crate::engine::presets::Preset;
@@ -183,7 +183,8 @@ impl Family for Llama {
         let full_scores = n * m.heads as u64 * length * length * F32;
         let scores = match config.strategies.attention {
             OpPath::Naive => 2 * full_scores,
-            OpPath::Fused => 2 * attention_block(full_scores),
+            // Fused attention's scores never leave its kernels.
+            OpPath::Fused => 0,
         };
         let attention = scores + 4 * n * length * m.width as u64 * F32;
         // The stream and the normalized input beside the gate, up and their product. A mixture

@@ -11,7 +11,7 @@ use crate::engine::error::ConfigError;
 use crate::engine::hf_config::{Fields, HfType, divides};
 use crate::engine::memory::LayerEstimate;
 use crate::engine::memory::analytic::{
-    F32, INT, attention_block, in_gradient_dtype, linear_tensors, sequence_logits_kept,
+    F32, INT, in_gradient_dtype, linear_tensors, sequence_logits_kept,
 };
 use crate::engine::memory::largest::{Oversized, TensorSizes, sequence_tensors};
 use crate::engine::models::{self, Model, TransformerSize};
@@ -86,9 +86,21 @@ impl Family for Transformer {
             // A decoder's adds burn's autoregressive mask (int-sized bools).
             OpPath::Naive if m.is_decoder() => 2 * full_scores + n * length * length * INT,
             OpPath::Naive => 2 * full_scores,
-            OpPath::Fused => 2 * attention_block(full_scores),
+            // Fused attention's scores never leave its kernels.
+            OpPath::Fused => 0,
         };
-        let attention = scores + 6 * n * length * m.width as u64 * F32;
+        // An encoder's fused attention writes the context itself (no scores, no separate
+        // product of the weights and V): five [n, L, width] beside its log-sum-exp, one f32 a
+        // row (sort-transformer at 64 positions: 82.25 MiB in evaluation, where six made
+        // 97.25).
+        let streams = match config.strategies.attention {
+            OpPath::Fused if !m.is_decoder() => {
+                5 * n * length * m.width as u64 * F32 + n * m.heads as u64 * length * F32
+            }
+            // A decoder's plans still show six (sort-gpt at 64 positions: 98.37 MiB).
+            _ => 6 * n * length * m.width as u64 * F32,
+        };
+        let attention = scores + streams;
         let feed_forward = n * length * (m.width as u64 + 2 * m.ff as u64) * F32;
         attention.max(feed_forward)
     }
@@ -139,20 +151,24 @@ impl Family for Transformer {
     }
 }
 
-/// The larger of three feed-forward hiddens [b, L, ff] (the activation's backward) and two
-/// score tensors [b, heads, L, L] (softmax's backward); the llama's too.
+/// What backward makes on top of the activations: with naive attention, the larger of three
+/// feed-forward hiddens [b, L, ff] (the activation's backward) and two score tensors
+/// [b, heads, L, L] (softmax's backward); with fused attention, a block's stream gradients.
+/// The llama's too.
 pub(super) fn attention_backward(config: &RunConfig, b: u64) -> u64 {
     let m = &config.model;
     let length = config.data.sample_tokens() as u64;
-    let feed_forward = 3 * b * length * m.ff as u64 * F32;
     let full_scores = b * m.heads as u64 * length * length * F32;
-    let scores = match config.strategies.attention {
-        OpPath::Naive => 2 * full_scores,
-        // Backward forms one block's scores at a time (their softmax and gradients fused into
-        // the same elementwise kernels where burn can).
-        OpPath::Fused => attention_block(full_scores),
+    let working_set = match config.strategies.attention {
+        OpPath::Naive => (3 * b * length * m.ff as u64 * F32).max(2 * full_scores),
+        // Fused attention's backward kernels recompute each score in registers, and its plans
+        // show no feed-forward-wide temporaries on top of the activations either (each comes
+        // as the hidden it differentiates is freed): what is added is the gradients of a
+        // block's stream, two [b, L, width] (sort-gpt at 64 positions, fused: 276.37 MiB at
+        // the peak, where three [b, L, ff] on top made 323.24).
+        OpPath::Fused => 2 * b * length * m.width as u64 * F32,
     };
-    in_gradient_dtype(config, feed_forward.max(scores))
+    in_gradient_dtype(config, working_set)
 }
 
 fn layers(config: &RunConfig, classes: usize, b: u64) -> Vec<LayerEstimate> {

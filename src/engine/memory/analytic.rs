@@ -198,12 +198,6 @@ fn is_decoder(config: &RunConfig) -> bool {
     config.model.is_decoder()
 }
 
-/// Bytes of the fused ops' blocks (`engine::ops`): at most this much of a score or logit
-/// tensor exists at once.
-pub(crate) fn attention_block(full: u64) -> u64 {
-    full.min(crate::engine::ops::attention::BLOCK_SCORE_BYTES as u64)
-}
-
 fn loss_block(full: u64) -> u64 {
     full.min(crate::engine::ops::cross_entropy::BLOCK_BYTES as u64)
 }
@@ -362,7 +356,14 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
             OpPath::Naive if !is_decoder(config) => 3 * eval_logits,
             // A decoder's loss takes its logits whole: the log-softmax replaces them.
             OpPath::Naive => eval_logits,
-            // The fused loss reads the logits a block of rows at a time.
+            // The fused loss reads the logits a block of rows at a time: two block-sized
+            // temporaries beside them, but one for a decoder's logits that are a single
+            // block (fitted to plans: two overshot sort-llama's 16 x 256-token evaluation,
+            // 86.16 MiB against 68.74, once fused attention's scores no longer set that
+            // evaluation's mark; a 4,096-word encoder's sliced answers, 198.87 MiB, need two).
+            OpPath::Fused if is_decoder(config) && loss_block(eval_logits) == eval_logits => {
+                2 * eval_logits
+            }
             OpPath::Fused => eval_logits + 2 * loss_block(eval_logits),
         },
     };
@@ -405,7 +406,6 @@ pub fn predict(config: &RunConfig) -> MemoryPrediction {
         OpPath::Fused => 0,
     };
     // With per-layer checkpointing backward holds one block's recomputed activations at a
-    // time beside the others' inputs.
     // time beside the others' inputs; its backward's temporaries come as those activations are
     // freed, so the larger of the two (fitted to plans: the sum overshot a 4-block llama's by
     // its score gradients, 1.27x).

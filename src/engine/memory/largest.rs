@@ -7,7 +7,6 @@ use crate::engine::config::{OpPath, RunConfig};
 use crate::engine::device::{AdapterInfo, PLAN_BINDING_BYTES, PLANNING_BACKEND};
 use crate::engine::error::ConfigError;
 use crate::engine::format::ByteFormat;
-use crate::engine::ops::attention;
 
 /// A tensor the config makes, by its shape.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,13 +123,9 @@ pub(crate) fn sequence_tensors(
     if attends {
         let heads = model.heads as u64;
         let scores = batch * heads * positions * positions;
-        match config.strategies.attention {
-            OpPath::Naive => tensors.push(sizes.activation("attention scores", scores)),
-            // Fused attention forms the scores a block of query rows at a time.
-            OpPath::Fused => tensors.push(sizes.activation(
-                "a block of attention scores",
-                scores.min(attention::BLOCK_SCORE_BYTES as u64 / F32),
-            )),
+        // Fused attention's scores never leave its kernels: no tensor of them exists.
+        if config.strategies.attention == OpPath::Naive {
+            tensors.push(sizes.activation("attention scores", scores));
         }
     }
     tensors

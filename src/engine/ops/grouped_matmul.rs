@@ -226,8 +226,8 @@ impl Operation<Runtime> for Launch {
     }
 }
 
-/// cubecl's element type of a burn dtype the grouped ops take.
-fn elem(dtype: DType) -> ElemType {
+/// cubecl's element type of a burn dtype vramlab's kernels take (the grouped products', attention's).
+pub(super) fn elem(dtype: DType) -> ElemType {
     match dtype {
         DType::F64 => ElemType::Float(FloatKind::F64),
         DType::F32 => ElemType::Float(FloatKind::F32),
@@ -239,7 +239,7 @@ fn elem(dtype: DType) -> ElemType {
         DType::I8 => ElemType::Int(IntKind::I8),
         DType::U64 => ElemType::UInt(UIntKind::U64),
         DType::U32 => ElemType::UInt(UIntKind::U32),
-        other => unreachable!("the grouped ops take float values and int groups, not {other:?}"),
+        other => unreachable!("vramlab's kernels take float values and int indices, not {other:?}"),
     }
 }
 

@@ -5,6 +5,7 @@
 //! run beside it, and the tests hold both to the same outputs and gradients.
 
 pub mod attention;
+mod attention_kernel;
 mod bridge;
 pub mod cross_entropy;
 pub mod grouped_matmul;

@@ -538,7 +538,8 @@ pub const CATALOG: &[Entry] = &[
             .steps(TRANSFORMER_STEPS)
             .because("burn's attention keeps the scores and the softmax weights, batch x heads x \
              L x L each, for backward. The fused op keeps the output and one log-sum-exp per row \
-             and forms the scores again, a block of rows at a time, in backward."),
+             and its kernels form each score again in registers in backward: no L x L tensor \
+             at all."),
     ]),
     entry("strategies.cross_entropy", "loss", &["naive", "fused"],
         "fused: one op that keeps the logits and each row's log-sum-exp, nothing vocabulary-sized \
