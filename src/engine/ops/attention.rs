@@ -72,12 +72,7 @@ pub struct Masking {
 /// group's query heads become one run of rows against the shared head, so no key or value is
 /// repeated, and the shared head's gradients sum its group's.
 pub fn fused_grouped(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
-    let masks = Masks {
-        causal,
-        window: 0,
-        soft_cap: 0.0,
-    };
-    fused_grouped_with(q, k, v, masks)
+    fused_grouped_with(q, k, v, Masks::new(causal, Masking::default()))
 }
 
 /// [`fused_grouped`], causal, with a sliding window and soft-capped scores as `masking` says.
@@ -89,12 +84,7 @@ pub fn fused_grouped_masked(
     v: Tensor<4>,
     masking: Masking,
 ) -> Tensor<4> {
-    let masks = Masks {
-        causal: true,
-        window: masking.window,
-        soft_cap: masking.soft_cap,
-    };
-    fused_grouped_with(q, k, v, masks)
+    fused_grouped_with(q, k, v, Masks::new(true, masking))
 }
 
 /// The grouped op of either kind: each key/value head's query heads folded into one run of
@@ -122,12 +112,7 @@ pub fn repeat_heads(t: Tensor<4>, group: usize) -> Tensor<4> {
 /// Fused attention: the same values as [`naive`], keeping only the output and one log-sum-exp
 /// per row for backward. Falls back to [`naive`] on a backend this op is not written for.
 pub fn fused(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, causal: bool) -> Tensor<4> {
-    let masks = Masks {
-        causal,
-        window: 0,
-        soft_cap: 0.0,
-    };
-    fused_with(q, k, v, masks)
+    fused_with(q, k, v, Masks::new(causal, Masking::default()))
 }
 
 fn fused_with(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, masks: Masks) -> Tensor<4> {

@@ -22,6 +22,7 @@ use burn_fusion::{ExecutionError, FusionBackend, FusionHandle};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
+use super::attention::Masking;
 use super::bridge::Raw;
 use super::grouped_matmul::elem;
 
@@ -40,6 +41,17 @@ pub struct Masks {
     pub window: usize,
     /// Scores soft-capped at this, `cap * tanh(s / cap)` (0: not capped).
     pub soft_cap: f32,
+}
+
+impl Masks {
+    /// The kernels' masks: `causal`, and the window and cap a model's attention sets.
+    pub fn new(causal: bool, masking: Masking) -> Self {
+        Self {
+            causal,
+            window: masking.window,
+            soft_cap: masking.soft_cap,
+        }
+    }
 }
 
 /// Forward: the output, in `q`'s type, and each row's log-sum-exp `[batch, heads, rows, 1]`
@@ -348,6 +360,23 @@ mod kernels {
         (capped, slope)
     }
 
+    /// Backward's two figures for one query row and key, from `q . k`, `dO . v`, the row's
+    /// log-sum-exp and its `D = dO . O`: the softmax weight `P = exp(s - lse)` and the score's
+    /// gradient `dS = P (dO . v - D)`, times the cap's slope.
+    #[cube]
+    fn weight_and_gradient(
+        dot: f32,
+        grad_dot: f32,
+        log_sum: f32,
+        row_dot: f32,
+        scale: f32,
+        cap: f32,
+    ) -> (f32, f32) {
+        let (s, slope) = score(dot, scale, cap);
+        let p = (s - log_sum).exp();
+        (p, p * (grad_dot - row_dot) * slope)
+    }
+
     /// The positions of a tile's four rows from `first` (the last row's past the end), modulo
     /// the keys, and the least and greatest of them.
     #[cube]
@@ -551,9 +580,15 @@ mod kernels {
                 for i in 0..4 {
                     grad_scores[i] = f32::new(0.0);
                     if visible(positions[i], key, window, causal) {
-                        let (s, slope) = score(dots[i], scale, cap);
-                        let p = (s - lse[i]).exp();
-                        grad_scores[i] = p * (grad_dots[i] - dot_out[i]) * slope;
+                        let (_p, ds) = weight_and_gradient(
+                            dots[i],
+                            grad_dots[i],
+                            lse[i],
+                            dot_out[i],
+                            scale,
+                            cap,
+                        );
+                        grad_scores[i] = ds;
                     }
                 }
                 for c in 0..head_dim {
@@ -654,10 +689,10 @@ mod kernels {
                     weights[i] = f32::new(0.0);
                     grad_scores[i] = f32::new(0.0);
                     if visible(position, first + i, window, causal) {
-                        let (s, slope) = score(dots[i], scale, cap);
-                        let p = (s - lse).exp();
+                        let (p, ds) =
+                            weight_and_gradient(dots[i], grad_dots[i], lse, d, scale, cap);
                         weights[i] = p;
-                        grad_scores[i] = p * (grad_dots[i] - d) * slope;
+                        grad_scores[i] = ds;
                     }
                 }
                 for c in 0..head_dim {
