@@ -37,12 +37,15 @@ fi
 # rerun-if-changed either: each fresh clone's checkout times are newer than the cache's last
 # build, so cargo rebuilt both crates, natively and for the page (522 s of a warm CI run,
 # measured 2026-12-02), for the same sources. Every tracked file outside vendor/ gets one time
-# from the contents of all but the Markdown pages (none is compiled in; the docs check reads them
-# at run time): a clone of a commit this cache has built finds its packages' newest time
-# unchanged, and any change to a compiled or data file moves it (an edit changes the hash; an
-# untracked file keeps its own time, and cargo rebuilds for it as it always did).
+# from the contents of all but the files no crate compiles in (the Markdown pages, which the docs
+# check reads at run time; the scripts under .ci/ and the node, shell and Python scripts of the
+# tests and benchmarks; the page's HTML and CSS, which `.ci/build-page` copies): a clone of a
+# commit this cache has built finds its packages' newest time unchanged, a change to a script
+# rebuilds nothing, and any change to a compiled or data file moves it (an edit changes the
+# hash; an untracked file keeps its own time, and cargo rebuilds for it as it always did).
 if git -C "$vramlab_repo" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  tracked_hash=$(cd "$vramlab_repo" && git ls-files -z -- . ':!vendor' ':!*.md' \
+  tracked_hash=$(cd "$vramlab_repo" && git ls-files -z -- . ':!vendor' ':!.ci' ':!*.md' ':!*.mjs' ':!*.sh' \
+    ':!*.py' ':!*.html' ':!*.css' \
     | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -c1-6)
   (cd "$vramlab_repo" && git ls-files -z -- . ':!vendor' \
     | xargs -0 touch -h -c -d "@$((1700000000 + 16#$tracked_hash))")

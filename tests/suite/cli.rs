@@ -367,6 +367,13 @@ fn bench_gpu_smoke_times_the_matmul_limit_and_each_model() {
     let report: serde_json::Value =
         crate::suite::support::vramlab_json(&["bench-gpu", "--smoke", "--json", "--steps", "3"]);
     assert_eq!(report["settings"], "smoke");
+    // The default build writes WGSL; a `--features spirv` build on Vulkan compiles SPIR-V.
+    let compiler = if cfg!(feature = "spirv") && report["backend"] == "vulkan" {
+        "wgpu<spirv>"
+    } else {
+        "wgpu<wgsl>"
+    };
+    assert_eq!(report["compiler"], compiler, "{report}");
     let limit = report["limit_f32"].as_f64().unwrap();
     assert!(limit > 0.0, "{report}");
     let products = report["matmul"].as_array().unwrap();

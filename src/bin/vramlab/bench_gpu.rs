@@ -41,6 +41,10 @@ const TIMED_S: f64 = 0.33;
 struct Report {
     adapter: String,
     backend: String,
+    /// The kernels' compiler on this device, as cubecl names its runtime: `wgpu<wgsl>` (WGSL
+    /// that wgpu translates) or, in a build with the `spirv` feature on a Vulkan adapter,
+    /// `wgpu<spirv>` (cubecl's own SPIR-V).
+    compiler: String,
     settings: &'static str,
     matmul: Vec<MatmulRow>,
     /// The best FLOP/s each type reached: the limits the steps are held against.
@@ -83,8 +87,12 @@ struct ModelRow {
 
 pub fn run(args: &BenchGpuArgs) -> anyhow::Result<()> {
     let gpu = pollster::block_on(engine::acquire())?;
+    let compiler = engine::device::cube_client(&gpu.device).map_or_else(
+        || "not cubecl".to_string(),
+        |client| client.name().to_string(),
+    );
     eprintln!(
-        "bench-gpu on {} ({})",
+        "bench-gpu on {} ({}, {compiler})",
         gpu.adapter.name, gpu.adapter.backend
     );
     let mut matmul = products(&gpu, FloatDType::F32, args.smoke)?;
@@ -123,6 +131,7 @@ pub fn run(args: &BenchGpuArgs) -> anyhow::Result<()> {
     let report = Report {
         adapter: gpu.adapter.name.clone(),
         backend: gpu.adapter.backend.clone(),
+        compiler,
         settings: if args.smoke { "smoke" } else { "full" },
         matmul,
         limit_f32,
@@ -297,8 +306,8 @@ fn steps(
 
 fn print_tables(report: &Report) {
     println!(
-        "{} ({}), {} settings\n",
-        report.adapter, report.backend, report.settings
+        "{} ({}, {}), {} settings\n",
+        report.adapter, report.backend, report.compiler, report.settings
     );
     println!("| matmul | size | ms each | GFLOP/s |\n|---|---|---|---|");
     for row in &report.matmul {
