@@ -6,11 +6,11 @@
 
 use vramlab::engine::plan::Plan;
 
-use crate::suite::support::{vramlab, vramlab_json};
+use crate::suite::support::{repo_root, vramlab, vramlab_json};
 
 /// README.md and every page of docs/.
 fn pages() -> Vec<String> {
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = repo_root().display();
     let mut pages = vec![format!("{root}/README.md")];
     let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/docs"))
         .expect("docs/")

@@ -8,9 +8,9 @@ use vramlab::engine::memory::predict;
 use vramlab::engine::presets::preset;
 use vramlab::engine::{Purpose, Run, RunConfig};
 
-use super::support::{gpu, vramlab};
+use super::support::{InRepo, gpu, vramlab};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+const DIR: InRepo = InRepo("tests/data/hf");
 
 /// The run `vramlab plan --hf-config FILE` starts from: the family's base preset with the
 /// file's model.

@@ -7,7 +7,9 @@ use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+use super::support::InRepo;
+
+const DIR: InRepo = InRepo("tests/data/hf");
 
 /// What the server was asked: each request's path and `Authorization` header.
 type Asked = Arc<Mutex<Vec<(String, Option<String>)>>>;

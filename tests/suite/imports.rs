@@ -306,7 +306,7 @@ fn upward_imports(
 
 #[test]
 fn no_engine_module_imports_one_above_it() {
-    let engine = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/engine"));
+    let engine = &super::support::repo_root().join("src/engine");
     let graph = engine_graph(engine);
     assert!(
         graph.len() >= 20 && graph.values().map(BTreeSet::len).sum::<usize>() >= 50,
@@ -396,7 +396,7 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
 
 #[test]
 fn the_pages_modules_import_each_other_without_a_circle() {
-    let src = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/www/src"));
+    let src = &super::support::repo_root().join("www/src");
     let graph = module_graph(src);
     assert!(
         graph.len() >= 10 && graph.values().map(BTreeSet::len).sum::<usize>() >= 10,
@@ -465,4 +465,30 @@ fn the_import_reader_finds_paths_in_code_and_not_in_comments_or_strings() {
     let mut open = graph.clone();
     open.get_mut("c").unwrap().clear();
     assert_eq!(find_cycle(&open), None);
+}
+
+/// No module or test compiles the checkout's path in (the manifest directory through `env!`):
+/// cargo tracks the values a crate read with `env!`, so such a path rebuilt the suite and the
+/// library's unit tests in every new clone (CI runs one on the build cache).
+/// `support::repo_root` finds the root when the suite runs.
+#[test]
+fn no_source_compiles_the_checkouts_path_in() {
+    // Spelled in two pieces, so this file does not name it.
+    let needle = ["env!(\"CARGO", "_MANIFEST_DIR\")"].concat();
+    let root = super::support::repo_root();
+    let mut found = Vec::new();
+    for dir in ["src", "tests", "www/src", "www/tests"] {
+        for file in rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&file).expect("a source file");
+            for (number, line) in text.lines().enumerate() {
+                if line.contains(&needle) && !line.trim_start().starts_with("//") {
+                    found.push(format!("{}:{}", file.display(), number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the manifest directory compiled in: {found:?}"
+    );
 }

@@ -3,7 +3,7 @@
 //! even routing; the fields a dense family has no place for, and a router vramlab does not
 //! build, are refused by name. (Plans of the routing a run measured: `plan.rs`.)
 
-use super::support::{TINY_BATCH, config, gpu, loss_ends, run, shared_run};
+use super::support::{InRepo, TINY_BATCH, config, gpu, loss_ends, run, shared_run};
 use vramlab::engine::config::ModelKind;
 use vramlab::engine::device::planner;
 use vramlab::engine::hf_config;
@@ -13,7 +13,7 @@ use vramlab::engine::presets::preset;
 use vramlab::engine::strategies::checkpointing::lora_expert_block_parents;
 use vramlab::engine::{Purpose, Run};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+const DIR: InRepo = InRepo("tests/data/hf");
 
 #[test]
 fn the_tiny_mixtral_builds_what_its_estimate_counts() {

@@ -36,7 +36,7 @@ const README_MAX_BYTES: usize = 10 * 1024;
 const SCREENSHOT_MAX_BYTES: u64 = 300 * 1024;
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    super::support::repo_root()
 }
 
 /// README.md and every page of docs/, with their text.

@@ -2,17 +2,15 @@
 //! and TRL, their sources in its README), read field by field; and `vramlab plan --recipe`
 //! against the same config given as `--set` flags.
 
-use std::path::Path;
-
 use vramlab::engine::plan::Plan;
 use vramlab::engine::recipe::{self, Kind, ModelRef, Reading, Recipe};
 
-use super::support::{vramlab, vramlab_json};
+use super::support::{InRepo, vramlab, vramlab_json};
 
-const RECIPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/recipes");
+const RECIPES: InRepo = InRepo("tests/data/recipes");
 
 fn parse(path: &str) -> Recipe {
-    let text = std::fs::read_to_string(Path::new(RECIPES).join(path)).unwrap();
+    let text = std::fs::read_to_string(format!("{RECIPES}/{path}")).unwrap();
     Recipe::parse(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
 }
 
@@ -264,7 +262,7 @@ fn each_fixture_maps_its_fields_and_names_what_it_refuses() {
 /// stops with exit 2 naming the field and its line, and `--allow-unmodelled` plans.
 #[test]
 fn a_recipe_plans_as_its_flags_and_refuses_by_name() {
-    let hf = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf/qwen3-8b.json");
+    let hf = &InRepo("tests/data/hf/qwen3-8b.json").to_string();
     let qlora = format!("{RECIPES}/llama-factory/qwen3_lora_sft_otfq.yaml");
     // Two blocks keep the plans short; the recipe's micro-batch of 1 over 8 accumulation steps
     // is planned as it is.
@@ -406,7 +404,7 @@ fn a_recipe_that_does_not_fit_is_written_back_as_one_that_fits() {
         let _ = std::fs::remove_file(&written);
         let hf = case
             .hf_config
-            .map(|file| format!("{}/tests/data/hf/{file}", env!("CARGO_MANIFEST_DIR")));
+            .map(|file| format!("{}/{file}", InRepo("tests/data/hf")));
         let mut common = vec!["--allow-unmodelled", "--budget", case.budget];
         if let Some(hf) = &hf {
             common.extend(["--hf-config", hf]);

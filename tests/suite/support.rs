@@ -1,7 +1,9 @@
 //! Shared helpers: the GPU lock and short runs of presets.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use burn::tensor::{FloatDType, Tensor};
 
@@ -101,6 +103,37 @@ pub fn vramlab_json<T: serde::de::DeserializeOwned>(args: &[&str]) -> T {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+/// The repository's root, found when the suite runs, not where it was built: CI runs a clone at
+/// a path of its own on the build cache, and a path compiled in (`env!("CARGO_MANIFEST_DIR")`)
+/// made cargo rebuild the suite and the library's unit tests in every new clone (cargo tracks the
+/// `env!` values a crate read; 286 s of a warm CI run, measured 2026-12-02 on the 2-core
+/// development machine). `cargo test` runs a test binary with `CARGO_MANIFEST_DIR` set;
+/// `.ci/native-tests` runs it from the repository's root.
+pub fn repo_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let root = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::env::current_dir().expect("a working directory"));
+        assert!(
+            root.join("tests/suite").is_dir(),
+            "run the suite from the repository's root (or through cargo test): {} has no tests/suite",
+            root.display()
+        );
+        root
+    })
+}
+
+/// A path inside the repository, written out from [`repo_root`] where it is formatted
+/// (`format!("{DIR}/gpt2.json")`).
+pub struct InRepo(pub &'static str);
+
+impl fmt::Display for InRepo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", repo_root().join(self.0).display())
+    }
 }
 
 pub fn mib(bytes: u64) -> f64 {

@@ -4,13 +4,12 @@
 //! in the CI tier. Nothing here trains: it reads the sources and the page.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 const FULL_TIER: &str = "#[ignore = \"full tier (bash .ci/test --full)\"]";
 
 /// Every `#[test]` of tests/suite as `module::name`, with whether it is the full tier's.
 fn suite_tests() -> Vec<(String, bool)> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suite"));
+    let dir = super::support::repo_root().join("tests/suite");
     let mut found = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("tests/suite")
@@ -50,9 +49,8 @@ fn suite_tests() -> Vec<(String, bool)> {
 /// The rows of the table in docs/architecture.md's "The two tiers": (full-tier tests, CI-tier
 /// representatives), each cell's `module::name` spans.
 fn documented_rows() -> Vec<(Vec<String>, Vec<String>)> {
-    let page =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/architecture.md"))
-            .expect("docs/architecture.md");
+    let page = std::fs::read_to_string(super::support::repo_root().join("docs/architecture.md"))
+        .expect("docs/architecture.md");
     let start = page
         .find("### The two tiers")
         .expect("docs/architecture.md has a section \"The two tiers\"");

@@ -368,7 +368,14 @@ mod tests {
     fn a_dropped_config_json_travels_in_the_link() {
         // The page puts a dropped config.json's fields in the editor over the preset it holds
         // (a token task's) or over the family's base preset; the link carries them as fields.
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hf");
+        // Found when the test runs (cargo test sets the variable; `.ci/native-tests` runs from
+        // the repository's root), not compiled in: a path compiled in rebuilt the library's unit
+        // tests in every new clone, as tests/suite/support.rs's `repo_root` says.
+        let root = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || std::env::current_dir().unwrap(),
+            std::path::PathBuf::from,
+        );
+        let dir = root.join("tests/data/hf");
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "json") {
