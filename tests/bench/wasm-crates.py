@@ -17,19 +17,9 @@ A plain `cargo build --profile page` afterwards puts the served, stripped build 
 import re
 import sys
 import zlib
+
+from wasm_module import leb128
 from collections import defaultdict
-
-
-def leb128(data, at):
-    """The unsigned LEB128 number at `at`, and where the next field starts."""
-    value, shift = 0, 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
 
 
 def sections(data):

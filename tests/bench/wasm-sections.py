@@ -7,21 +7,11 @@ page's wasm").
 import sys
 import zlib
 
+from wasm_module import leb128
+
 NAMES = {0: 'custom', 1: 'type', 2: 'import', 3: 'function', 4: 'table', 5: 'memory',
          6: 'global', 7: 'export', 8: 'start', 9: 'element', 10: 'code', 11: 'data',
          12: 'data count'}
-
-
-def leb128(data, at):
-    """The unsigned LEB128 number at `at`, and where the next field starts."""
-    value, shift = 0, 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
 
 
 def main(path):
