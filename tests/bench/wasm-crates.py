@@ -17,24 +17,9 @@ A plain `cargo build --profile page` afterwards puts the served, stripped build 
 import re
 import sys
 import zlib
-
-from wasm_module import leb128
 from collections import defaultdict
 
-
-def sections(data):
-    """(id, body) of each section, custom sections with their name split off."""
-    at = 8
-    while at < len(data):
-        kind = data[at]
-        size, at = leb128(data, at + 1)
-        body = data[at:at + size]
-        if kind == 0:
-            length, inner = leb128(body, 0)
-            yield 0, body[inner:inner + length].decode('utf-8', 'replace'), body[inner + length:]
-        else:
-            yield kind, None, body
-        at += size
+from wasm_module import custom_name, function_bodies, leb128, read_module, sections
 
 
 def imported_functions(body):
@@ -131,43 +116,46 @@ def crate_of(name):
     return head.group()
 
 
+def row(label, bodies, total):
+    """One line of the table: a group's functions, raw and gzipped bytes, and raw share."""
+    raw = sum(map(len, bodies))
+    gzipped = len(zlib.compress(b''.join(bodies), 9))
+    return f'{label:<24} {len(bodies):>9,} {raw / 1e6:8.2f} {gzipped / 1e6:8.2f} {raw / total:9.1%}'
+
+
 def main(path, top):
-    data = open(path, 'rb').read()
-    if data[:4] != b'\0asm':
-        sys.exit(f'{path}: not a wasm module (no \\0asm magic)')
+    data = read_module(path)
     imports, code, names = 0, None, {}
-    for kind, custom, body in sections(data):
+    for kind, body in sections(data):
         if kind == 2:
             imports = imported_functions(body)
         elif kind == 10:
             code = body
-        elif kind == 0 and custom == 'name':
-            names = function_names(body)
+        elif kind == 0:
+            custom, rest = custom_name(body)
+            if custom == 'name':
+                names = function_names(rest)
     if code is None:
         sys.exit(f'{path}: no code section')
-    if not names:
-        sys.exit(f'{path}: no function names (build it with -C strip=none, as this script\'s help says)')
-    count, at = leb128(code, 0)
+    bodies = function_bodies(code)
+    # A stripped build keeps a few names (wasm-bindgen's own shims): too few to group by.
+    if sum(imports <= index < imports + len(bodies) for index in names) < len(bodies) / 2:
+        sys.exit(f'{path}: most functions have no name (build it with -C strip=none, as this '
+                 'script\'s help says)')
     by_crate = defaultdict(list)
-    for index in range(count):
-        length, at = leb128(code, at)
-        body = code[at:at + length]
-        at += length
+    for index, body in enumerate(bodies):
         name = demangle(names.get(imports + index, '(no name)'))
         by_crate[crate_of(name)].append(body)
     total = len(code)
     total_gzip = len(zlib.compress(code, 9))
-    print(f'code section: {count:,} functions, {total / 1e6:.2f} MB raw, {total_gzip / 1e6:.2f} MB gzip')
+    print(f'code section: {len(bodies):,} functions, {total / 1e6:.2f} MB raw, {total_gzip / 1e6:.2f} MB gzip')
     rows = sorted(by_crate.items(), key=lambda item: -sum(map(len, item[1])))
     print(f'\n{"crate":<24} {"functions":>9} {"raw MB":>8} {"gzip MB":>8} {"raw share":>9}')
     for crate, bodies in rows[:top]:
-        raw = sum(map(len, bodies))
-        gzipped = len(zlib.compress(b''.join(bodies), 9))
-        print(f'{crate:<24} {len(bodies):>9,} {raw / 1e6:8.2f} {gzipped / 1e6:8.2f} {raw / total:9.1%}')
+        print(row(crate, bodies, total))
     if len(rows) > top:
         rest = [body for _, bodies in rows[top:] for body in bodies]
-        print(f'{f"the other {len(rows) - top}":<24} {len(rest):>9,} {sum(map(len, rest)) / 1e6:8.2f} '
-              f'{len(zlib.compress(b"".join(rest), 9)) / 1e6:8.2f} {sum(map(len, rest)) / total:9.1%}')
+        print(row(f'the other {len(rows) - top}', rest, total))
     # Each group is gzipped on its own, so the groups' gzip figures add up to more than the
     # section's: a group's repeats of another's bytes are not shared.
     print(f'(each crate gzipped on its own; the groups sum to more than {total_gzip / 1e6:.2f} MB)')

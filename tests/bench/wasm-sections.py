@@ -7,7 +7,7 @@ page's wasm").
 import sys
 import zlib
 
-from wasm_module import leb128
+from wasm_module import function_bodies, read_module, sections
 
 NAMES = {0: 'custom', 1: 'type', 2: 'import', 3: 'function', 4: 'table', 5: 'memory',
          6: 'global', 7: 'export', 8: 'start', 9: 'element', 10: 'code', 11: 'data',
@@ -15,31 +15,19 @@ NAMES = {0: 'custom', 1: 'type', 2: 'import', 3: 'function', 4: 'table', 5: 'mem
 
 
 def main(path):
-    data = open(path, 'rb').read()
-    if data[:4] != b'\0asm':
-        sys.exit(f'{path}: not a wasm module (no \\0asm magic)')
-    at = 8
+    data = read_module(path)
     total_raw = total_gzip = 0
     print(f'{"section":<12} {"raw MB":>8} {"gzip MB":>8}')
-    while at < len(data):
-        kind = data[at]
-        size, at = leb128(data, at + 1)
-        body = data[at:at + size]
+    for kind, body in sections(data):
+        size = len(body)
         gzipped = len(zlib.compress(body, 9))
         total_raw += size
         total_gzip += gzipped
         print(f'{NAMES.get(kind, kind):<12} {size / 1e6:8.2f} {gzipped / 1e6:8.2f}')
         if kind == 10:
-            count, inner = leb128(body, 0)
-            sizes = []
-            for _ in range(count):
-                length, inner = leb128(body, inner)
-                sizes.append(length)
-                inner += length
-            sizes.sort(reverse=True)
-            print(f'  {count:,} functions; the largest {sizes[0]:,} B; '
+            sizes = sorted(map(len, function_bodies(body)), reverse=True)
+            print(f'  {len(sizes):,} functions; the largest {sizes[0]:,} B; '
                   f'the 1,000 largest {sum(sizes[:1000]) / 1e6:.2f} MB raw')
-        at += size
     print(f'{"all":<12} {total_raw / 1e6:8.2f} {total_gzip / 1e6:8.2f} (sections gzipped one by one)')
 
 
